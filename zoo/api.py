@@ -1,0 +1,50 @@
+"""``zoo.model`` and ``zoo.fit``: the two calls most users need."""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from zoo import catalog as _catalog
+from zoo import registry
+from zoo.generic import GENERIC_METHODS
+from zoo.registry import ModelSpec
+from zoo.results import Fit
+
+__all__ = ["model", "fit"]
+
+
+def model(id: str, *, priors: Mapping | str | None = None, **options) -> ModelSpec:
+    """Build the model ``id`` (see ``zoo.catalog()``) with its options and declarative ``priors``.
+
+    ``priors`` maps site -> numpyro distribution or string such as ``"InverseGamma(1.0, 1.0)"``, or is the path
+    of a TOML file of such strings.
+    """
+    _catalog.ensure_loaded()
+    return registry.model(id, priors=priors, **options)
+
+
+def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: int = 0, **options) -> Fit:
+    """Fit a model.
+
+    - ``spec`` from ``zoo.model``: ``method`` is one of ``zoo.methods(spec.id)`` (None = the model's default).
+    - ``spec`` a NumPyro program of your own: ``data`` is the dict of its keyword arguments and ``method`` one of
+      the generic methods ``"nuts"`` (default), ``"svi"``, ``"map"``.
+    ``options`` go to the method (e.g. ``num_chains``, ``num_warmup``, ``num_samples``, ``max_iter``).
+    """
+    if not isinstance(seed, (int,)) or isinstance(seed, bool):
+        raise ValueError(f"seed: expected an int, got {seed!r}")
+    if isinstance(spec, ModelSpec):
+        entry = registry.get_model(spec.id)
+        name = method or entry.default_method
+        if name not in entry.methods:
+            raise ValueError(f"method: {name!r} is not registered for {spec.id!r}; "
+                             f"available: {', '.join(entry.methods)}")
+        return entry.methods[name].runner(spec, data, seed=seed, **options)
+    if callable(spec):
+        name = method or "nuts"
+        if name not in GENERIC_METHODS:
+            raise ValueError(f"method: a user program takes one of {', '.join(GENERIC_METHODS)}, got {name!r}")
+        if not isinstance(data, Mapping):
+            raise ValueError("data: for a user program, pass a dict of the program's keyword arguments")
+        user_spec = ModelSpec(id=None, program=spec, options={}, priors={})
+        return GENERIC_METHODS[name](spec, dict(data), seed=seed, spec=user_spec, **options)
+    raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, got {type(spec).__name__}")

@@ -1,0 +1,60 @@
+"""The catalog: every registered model with at least one working method.
+
+Paper modules live in ``zoo/papers/``; each registers its models, methods and data loaders at import time.
+``ensure_loaded`` imports them all once (discovered with pkgutil, so adding a paper touches no shared file).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+
+from zoo import registry
+
+__all__ = ["ModelCard", "catalog", "methods", "ensure_loaded"]
+
+_LOADED = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelCard:
+    id: str
+    paper: str
+    title: str
+    variants: tuple
+    methods: tuple
+    default_method: str
+    data_kind: str
+
+
+def ensure_loaded() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    import zoo.papers as papers
+    for info in sorted(pkgutil.iter_modules(papers.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"zoo.papers.{info.name}")
+    _LOADED = True
+
+
+def catalog() -> list[ModelCard]:
+    """ModelCards of every model that has a working (registered) method, sorted by id."""
+    ensure_loaded()
+    entries = registry.models_registered()
+    cards = []
+    for mid, entry in sorted(entries.items()):
+        if not entry.methods or entry.default_method not in entry.methods:
+            continue
+        paper = mid.split(".")[0]
+        variants = tuple(sorted(k.split(".", 1)[1] for k in entries if k.split(".")[0] == paper))
+        cards.append(ModelCard(id=mid, paper=entry.paper, title=entry.title, variants=variants,
+                               methods=tuple(entry.methods), default_method=entry.default_method,
+                               data_kind=entry.data_kind))
+    return cards
+
+
+def methods(model_id: str) -> list[str]:
+    """Names of the inference methods registered for ``model_id``."""
+    ensure_loaded()
+    return registry.get_methods(model_id)

@@ -1,0 +1,135 @@
+"""Declarative priors: site -> distribution, from objects, strings or a TOML file.
+
+Strings such as ``"InverseGamma(0.5, 0.5)"`` are parsed with Python's ``ast`` against a whitelist of
+distribution names whose arguments must be numeric literals (numbers, negative numbers, lists of numbers,
+keyword arguments with such values). Nothing is ever ``eval``-ed: ``"__import__('os')"`` is a ValueError.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import pathlib
+import tomllib
+from typing import Any, Iterable, Mapping
+
+import jax.numpy as jnp
+import numpyro.distributions as dist
+
+__all__ = ["ALLOWED_DISTRIBUTIONS", "parse_prior", "load_priors_toml", "resolve_priors", "require_family"]
+
+#: The distributions a prior string may name (NumPyro classes of the same name).
+ALLOWED_DISTRIBUTIONS = {
+    name: getattr(dist, name)
+    for name in (
+        "Normal", "HalfNormal", "HalfCauchy", "Cauchy", "StudentT", "Laplace", "LogNormal", "Uniform",
+        "Exponential", "Gamma", "InverseGamma", "Beta", "Dirichlet", "Bernoulli", "Chi2", "TruncatedNormal",
+        "LKJCholesky", "Delta",
+    )
+}
+
+
+def _literal(node: ast.AST, text: str) -> Any:
+    """A numeric literal (int/float, possibly negated) or a list/tuple of them; anything else is refused."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _literal(node.operand, text)
+        if isinstance(value, float):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(elt, text) for elt in node.elts]
+    raise ValueError(f"priors: {text!r}: arguments must be numeric literals or lists of numbers, "
+                     f"got {ast.dump(node)[:60]}")
+
+
+def parse_prior(text: str) -> dist.Distribution:
+    """Parse ``"Name(arg, ..., key=value)"`` into a NumPyro distribution (whitelisted names, numeric args only)."""
+    if not isinstance(text, str):
+        raise ValueError(f"priors: expected a string, got {type(text).__name__}")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        raise ValueError(f"priors: {text!r} is not a distribution call such as 'InverseGamma(0.5, 0.5)': {err.msg}")
+    call = tree.body
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        raise ValueError(f"priors: {text!r} is not a call of a whitelisted distribution "
+                         f"(allowed: {', '.join(sorted(ALLOWED_DISTRIBUTIONS))})")
+    name = call.func.id
+    if name not in ALLOWED_DISTRIBUTIONS:
+        raise ValueError(f"priors: {name!r} is not an allowed distribution "
+                         f"(allowed: {', '.join(sorted(ALLOWED_DISTRIBUTIONS))})")
+    args = [jnp.asarray(_literal(a, text)) for a in call.args]
+    kwargs = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise ValueError(f"priors: {text!r}: '**' arguments are not allowed")
+        kwargs[kw.arg] = jnp.asarray(_literal(kw.value, text))
+    try:
+        return ALLOWED_DISTRIBUTIONS[name](*args, **kwargs, validate_args=True)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"priors: {text!r}: invalid arguments for {name}: {err}") from None
+
+
+def load_priors_toml(path: str | os.PathLike) -> dict[str, str]:
+    """Read ``site = "Dist(...)"`` lines from a TOML file (top level or a ``[priors]`` table)."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise ValueError(f"priors: TOML file {str(path)!r} does not exist")
+    with open(path, "rb") as fh:
+        try:
+            table = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as err:
+            raise ValueError(f"priors: {str(path)!r} is not valid TOML: {err}") from None
+    table = table.get("priors", table)
+    for site, value in table.items():
+        if not isinstance(value, str):
+            raise ValueError(f"priors: {str(path)!r}: site {site!r} must map to a string such as "
+                             f"'InverseGamma(0.5, 0.5)', got {type(value).__name__}")
+    return dict(table)
+
+
+def _as_distribution(site: str, value: Any) -> dist.Distribution:
+    if isinstance(value, dist.Distribution):
+        return value
+    if isinstance(value, str):
+        try:
+            return parse_prior(value)
+        except ValueError as err:
+            raise ValueError(f"priors[{site!r}]: {err}") from None
+    raise ValueError(f"priors[{site!r}]: expected a numpyro distribution or a string, got {type(value).__name__}")
+
+
+def resolve_priors(defaults: Mapping[str, Any], overrides: Mapping | str | os.PathLike | None,
+                   *, model_id: str | None = None) -> dict[str, dist.Distribution]:
+    """Merge user ``overrides`` (mapping, or path of a TOML file) into a model's ``defaults``.
+
+    A site the model does not have is a ValueError (nothing is silently ignored).
+    """
+    resolved = {site: _as_distribution(site, d) for site, d in defaults.items()}
+    if overrides is None:
+        return resolved
+    if isinstance(overrides, (str, os.PathLike)):
+        overrides = load_priors_toml(overrides)
+    if not isinstance(overrides, Mapping):
+        raise ValueError(f"priors: expected a mapping site -> distribution or a TOML path, "
+                         f"got {type(overrides).__name__}")
+    for site, value in overrides.items():
+        if site not in resolved:
+            where = f" of {model_id!r}" if model_id else ""
+            raise ValueError(f"priors: {site!r} is not a prior site{where}; sites: {', '.join(sorted(resolved))}")
+        resolved[site] = _as_distribution(site, value)
+    return resolved
+
+
+def require_family(priors: Mapping[str, dist.Distribution], site: str, families: Iterable[type]) -> dist.Distribution:
+    """Return ``priors[site]`` if it is one of ``families`` (what a conjugate update needs), else raise.
+
+    Kernels that can fall back to a generic step test ``isinstance`` themselves instead of calling this.
+    """
+    families = tuple(families)
+    prior = priors[site]
+    if not isinstance(prior, families):
+        names = ", ".join(f.__name__ for f in families)
+        raise ValueError(f"priors[{site!r}]: this method's conjugate update needs a prior of family {names}; "
+                         f"got {prior.__class__.__name__}. Use a generic method (see zoo.methods) or keep the family.")
+    return prior
