@@ -8,6 +8,7 @@ as ``objective`` with shape (chain, 1, iteration).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import arviz as az
@@ -45,10 +46,13 @@ def to_inference_data(posterior: Mapping[str, Any], *, sample_stats: Mapping[str
     }
     groups = {k: v for k, v in groups.items() if v}
     kwargs = dict(coords=dict(coords or {}), dims=dict(dims or {}))
-    if _ARVIZ_1:  # pragma: no cover - the 1.x line takes one mapping of groups
-        idata = az.from_dict(groups, **kwargs)
-    else:
-        idata = az.from_dict(**groups, **kwargs)
+    with warnings.catch_warnings():
+        # one draw per chain (EM restarts) is intended; ArviZ warns "more chains than draws"
+        warnings.filterwarnings("ignore", message="More chains")
+        if _ARVIZ_1:  # pragma: no cover - the 1.x line takes one mapping of groups
+            idata = az.from_dict(groups, **kwargs)
+        else:
+            idata = az.from_dict(**groups, **kwargs)
     if attrs:
         for group in groups:
             getattr(idata, group).attrs.update({k: str(v) for k, v in attrs.items()})

@@ -1,0 +1,244 @@
+"""MAP-EM and ML-EM for Gaussian mixtures with the shrinkage prior of Carbonetto et al. (2003).
+
+The same loop serves the plain mixture (Sec. 3-4 of the paper) and the discrete-Gaussian translation model
+(Sec. 5.1): the translation model is a mixture whose mixing weights are fixed to 1/L_n over the words of the
+point's image (an ``allowed`` mask) and are not learned.
+
+Model (paper Sec. 4, MODELS.md 1a), after centring the data at mu* (so mu* = 0 here):
+    x_i ~ sum_c lambda_c N(mu_c, Sigma_c)
+    lambda ~ Dir(nu);  mu_c ~ N(0, T), T = diag(tau2);  tau2_k ~ IG(a, b)
+    Sigma_c ~ IW(alpha, alpha Sigma*)       (full)   or
+    Sigma_ck ~ IG((alpha + D - 1)/2, alpha Sigma*_kk / 2)   (diagonal: the IW density restricted to diagonals)
+The M-step is an ECM sweep (each block maximized given the others), so the log posterior never decreases.
+
+Shapes: N points, D features, C components. ``Params.covs`` is (C, D, D) for full and (C, D) for diagonal
+covariances. Everything is a pure function of NamedTuples; the loop is one ``lax.while_loop``.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve, solve_triangular
+from jax.scipy.special import gammaln, logsumexp, multigammaln
+
+__all__ = ["Params", "Hyper", "EMConfig", "EMResult", "log_component_densities", "e_step", "SuffStats",
+           "collect_suff_stats", "m_step", "log_posterior", "run_em"]
+
+_LOG_2PI = jnp.log(2.0 * jnp.pi)
+
+
+class Params(NamedTuple):
+    weights: jnp.ndarray  # (C,) mixing proportions lambda (ignored by the translation model)
+    means: jnp.ndarray    # (C, D) component means, in centred coordinates
+    covs: jnp.ndarray     # (C, D, D) full or (C, D) diagonal covariances
+    tau2: jnp.ndarray     # (D,) prior variances of the means (shrinkage)
+
+
+class Hyper(NamedTuple):
+    sigma_star: jnp.ndarray  # (D, D) data covariance Sigma* (centre of the IW prior)
+    alpha: jnp.ndarray       # () IW degrees of freedom
+    a: jnp.ndarray           # () IG shape of tau2 (may be <= 0: improper, as in the paper's a = -1)
+    b: jnp.ndarray           # () IG scale of tau2
+    nu: jnp.ndarray          # (C,) Dirichlet concentration of lambda (>= 1)
+    reg_covar: jnp.ndarray   # () variance floor added to ML covariance estimates (0 for MAP)
+
+
+class EMConfig(NamedTuple):
+    """Static switches (hashable: part of the compiled program)."""
+    diagonal: bool = False       # diagonal covariances
+    use_prior: bool = True       # MAP (True) or ML (False)
+    learn_weights: bool = True   # mixture: learn lambda; translation model: fixed 1/L_n
+    learn_covs: bool = True      # False: known covariance (paper Sec. 2)
+
+
+class SuffStats(NamedTuple):
+    counts: jnp.ndarray  # (C,) xi_.c
+    sum_x: jnp.ndarray   # (C, D) sum_i xi_ic x_i
+    sum_xx: jnp.ndarray  # (C, D, D) or (C, D): sum_i xi_ic x_i x_i' (diagonal: squares only)
+
+
+class EMResult(NamedTuple):
+    params: Params
+    objective: jnp.ndarray  # (max_iter + 1,) log posterior (or log likelihood) after each iteration; padded
+    n_iter: jnp.ndarray     # () iterations run
+    converged: jnp.ndarray  # () bool
+
+
+def log_component_densities(X: jnp.ndarray, means: jnp.ndarray, covs: jnp.ndarray, diagonal: bool) -> jnp.ndarray:
+    """log N(x_i; mu_c, Sigma_c), shape (N, C)."""
+    if diagonal:
+        diff = X[:, None, :] - means[None]  # (N, C, D)
+        return -0.5 * jnp.sum(diff**2 / covs[None] + jnp.log(covs)[None] + _LOG_2PI, axis=-1)
+    chol = jnp.linalg.cholesky(covs)  # (C, D, D)
+
+    def one(mean, L):
+        z = solve_triangular(L, (X - mean).T, lower=True)  # (D, N)
+        half_logdet = jnp.sum(jnp.log(jnp.diagonal(L)))
+        return -0.5 * jnp.sum(z**2, axis=0) - half_logdet - 0.5 * X.shape[1] * _LOG_2PI
+
+    return jax.vmap(one, out_axes=1)(means, chol)
+
+
+def _log_joint_terms(X, params, allowed, config):
+    """log lambda_c + log N(x_i; mu_c, Sigma_c) with disallowed components at -inf, shape (N, C)."""
+    log_dens = log_component_densities(X, params.means, params.covs, config.diagonal)
+    if config.learn_weights:
+        log_dens = log_dens + jnp.log(params.weights)[None]
+    else:  # translation model: p(a_nj = i) = 1 / L_n over the image's words (paper Sec. 5.1)
+        n_allowed = jnp.sum(allowed, axis=1, keepdims=True)
+        log_dens = log_dens - jnp.log(n_allowed)
+    return jnp.where(allowed, log_dens, -jnp.inf)
+
+
+def e_step(X, params, allowed, config):
+    """Responsibilities xi (N, C) and the log likelihood sum_i log p(x_i)."""
+    terms = _log_joint_terms(X, params, allowed, config)
+    log_norm = logsumexp(terms, axis=1, keepdims=True)
+    resp = jnp.exp(terms - log_norm)
+    return resp, jnp.sum(log_norm)
+
+
+def collect_suff_stats(X, resp, diagonal: bool) -> SuffStats:
+    counts = jnp.sum(resp, axis=0)
+    sum_x = resp.T @ X
+    if diagonal:
+        sum_xx = resp.T @ (X * X)
+    else:
+        sum_xx = jnp.einsum("nc,nd,ne->cde", resp, X, X)
+    return SuffStats(counts, sum_x, sum_xx)
+
+
+def _update_weights(stats, hyper, config):
+    if not config.learn_weights:
+        return None
+    n_comp = stats.counts.shape[0]
+    if config.use_prior:  # lambda_c = (xi_.c + nu_c - 1) / (N + sum nu - n_c)   (paper eq. M-step)
+        num = stats.counts + hyper.nu - 1.0
+        return num / (jnp.sum(stats.counts) + jnp.sum(hyper.nu) - n_comp)
+    return stats.counts / jnp.sum(stats.counts)
+
+
+def _update_means(stats, covs, tau2, config):
+    """mu_c = T (Sigma_c + xi_.c T)^{-1} sum_i xi_ic x_i   (mu* = 0 after centring; T never inverted)."""
+    if not config.use_prior:
+        return stats.sum_x / jnp.maximum(stats.counts, 1e-300)[:, None]
+    if config.diagonal:
+        return tau2[None] * stats.sum_x / (covs + stats.counts[:, None] * tau2[None])
+
+    def one(count, sum_x, cov):
+        A = cov + count * jnp.diag(tau2)  # positive definite because Sigma_c is
+        return tau2 * cho_solve((jnp.linalg.cholesky(A), True), sum_x)
+
+    return jax.vmap(one)(stats.counts, stats.sum_x, covs)
+
+
+def _update_covs(stats, means, hyper, config, n_features):
+    """Sigma_c = (sum_i xi_ic (x_i - mu_c)(x_i - mu_c)' + alpha Sigma*) / (xi_.c + alpha + D + 1)."""
+    counts = stats.counts
+    if config.diagonal:
+        scatter = stats.sum_xx - 2.0 * means * stats.sum_x + counts[:, None] * means**2
+        prior_scatter = hyper.alpha * jnp.diagonal(hyper.sigma_star)[None]
+    else:
+        outer = jnp.einsum("cd,ce->cde", means, stats.sum_x)
+        scatter = (stats.sum_xx - outer - jnp.swapaxes(outer, 1, 2)
+                   + counts[:, None, None] * jnp.einsum("cd,ce->cde", means, means))
+        prior_scatter = hyper.alpha * hyper.sigma_star[None]
+    scatter = 0.5 * (scatter + jnp.swapaxes(scatter, -1, -2)) if not config.diagonal else scatter
+    if config.use_prior:
+        denom = counts + hyper.alpha + n_features + 1.0
+        shape = (-1,) + (1,) * (scatter.ndim - 1)
+        return (scatter + prior_scatter) / denom.reshape(shape)
+    shape = (-1,) + (1,) * (scatter.ndim - 1)
+    cov = scatter / jnp.maximum(counts, 1e-300).reshape(shape)
+    if config.diagonal:
+        return cov + hyper.reg_covar
+    return cov + hyper.reg_covar * jnp.eye(n_features)[None]
+
+
+def _update_tau2(means, hyper):
+    """tau2_k = b / (a + n_c/2 + 1) + sum_c mu_ck^2 / (2a + n_c + 2)   (paper Sec. 4)."""
+    n_comp = means.shape[0]
+    return (hyper.b + 0.5 * jnp.sum(means**2, axis=0)) / (hyper.a + 0.5 * n_comp + 1.0)
+
+
+def m_step(stats: SuffStats, params: Params, hyper: Hyper, config: EMConfig) -> Params:
+    """One ECM sweep: lambda, then mu given (Sigma, T), then Sigma given mu, then T given mu."""
+    n_features = params.means.shape[1]
+    weights = _update_weights(stats, hyper, config)
+    means = _update_means(stats, params.covs, params.tau2, config)
+    covs = _update_covs(stats, means, hyper, config, n_features) if config.learn_covs else params.covs
+    tau2 = _update_tau2(means, hyper) if config.use_prior else params.tau2
+    return Params(weights if weights is not None else params.weights, means, covs, tau2)
+
+
+def _log_prior(params: Params, hyper: Hyper, config: EMConfig) -> jnp.ndarray:
+    """log p(lambda) + log p(mu | T) + log p(Sigma) + log p(T); the IG on tau2 unnormalized when a <= 0."""
+    n_comp, n_features = params.means.shape
+    lp = jnp.zeros(())
+    if config.learn_weights:
+        nu = hyper.nu
+        lp += gammaln(jnp.sum(nu)) - jnp.sum(gammaln(nu)) + jnp.sum((nu - 1.0) * jnp.log(params.weights))
+    lp += jnp.sum(-0.5 * params.means**2 / params.tau2[None] - 0.5 * jnp.log(params.tau2)[None] - 0.5 * _LOG_2PI)
+    if config.learn_covs:
+        alpha = hyper.alpha
+        if config.diagonal:
+            shape = 0.5 * (alpha + n_features - 1.0)
+            rate = 0.5 * alpha * jnp.diagonal(hyper.sigma_star)[None]
+            lp += jnp.sum(shape * jnp.log(rate) - gammaln(shape) - (shape + 1.0) * jnp.log(params.covs)
+                          - rate / params.covs)
+        else:
+            psi = alpha * hyper.sigma_star
+            _, logdet_psi = jnp.linalg.slogdet(psi)
+            _, logdet_cov = jnp.linalg.slogdet(params.covs)
+            trace = jnp.trace(jnp.linalg.solve(params.covs, jnp.broadcast_to(psi, params.covs.shape)),
+                              axis1=-2, axis2=-1)
+            lp += jnp.sum(0.5 * alpha * logdet_psi - 0.5 * alpha * n_features * jnp.log(2.0)
+                          - multigammaln(0.5 * alpha, n_features)
+                          - 0.5 * (alpha + n_features + 1.0) * logdet_cov - 0.5 * trace)
+    a, b = hyper.a, hyper.b
+    proper = (a > 0) & (b > 0)
+    log_norm = jnp.where(proper, a * jnp.log(jnp.where(proper, b, 1.0)) - gammaln(jnp.where(proper, a, 1.0)), 0.0)
+    lp += jnp.sum(log_norm - (a + 1.0) * jnp.log(params.tau2) - b / params.tau2)
+    return lp
+
+
+def log_posterior(X, params, hyper, allowed, config) -> jnp.ndarray:
+    """The EM objective: log likelihood (+ log prior for MAP), in centred coordinates."""
+    _, loglik = e_step(X, params, allowed, config)
+    return loglik + (_log_prior(params, hyper, config) if config.use_prior else 0.0)
+
+
+def run_em(X: jnp.ndarray, init: Params, hyper: Hyper, allowed: jnp.ndarray, config: EMConfig,
+           max_iter: int = 200, tol: float = 1e-8) -> EMResult:
+    """Iterate E and M steps until the relative objective change is below ``tol`` or ``max_iter``.
+
+    X (N, D) centred data; allowed (N, C) bool (all True for a plain mixture). The objective trace has
+    ``max_iter + 1`` entries (entry 0 is the initial value); entries after ``n_iter`` repeat the final value.
+    """
+
+    def objective(params):
+        return log_posterior(X, params, hyper, allowed, config)
+
+    def body(carry):
+        params, trace, it, _ = carry
+        resp, _ = e_step(X, params, allowed, config)
+        stats = collect_suff_stats(X, resp, config.diagonal)
+        new = m_step(stats, params, hyper, config)
+        value = objective(new)
+        prev = trace[it]
+        converged = jnp.abs(value - prev) <= tol * jnp.maximum(jnp.abs(prev), 1.0)
+        trace = trace.at[it + 1].set(value)
+        return new, trace, it + 1, converged
+
+    def cond(carry):
+        _, _, it, converged = carry
+        return (it < max_iter) & ~converged
+
+    first = objective(init)
+    trace0 = jnp.full((max_iter + 1,), first)
+    params, trace, n_iter, converged = jax.lax.while_loop(cond, body, (init, trace0, jnp.asarray(0), jnp.asarray(False)))
+    idx = jnp.arange(max_iter + 1)
+    trace = jnp.where(idx <= n_iter, trace, trace[n_iter])
+    return EMResult(params, trace, n_iter, converged)

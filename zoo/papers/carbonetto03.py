@@ -1,0 +1,381 @@
+"""Carbonetto et al. (2003): registration of ``carbonetto03.shrinkage_mixture`` and ``carbonetto03.translation``.
+
+Methods: ``map_em`` (default: the paper's MAP-EM updates), ``ml_em`` (no priors), plus the generic ``nuts``,
+``svi`` and ``map`` on the NumPyro program (allocations summed out) as cross-checks.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from tqdm.auto import tqdm
+
+import zoo.data.carbonetto03  # noqa: F401  (registers the synthetic loaders)
+from zoo.data.containers import AnnotatedRegions, check_features
+from zoo.inference import em
+from zoo.models import shrinkage_mixture as sm
+from zoo.registry import register_method, register_model
+from zoo.results import Fit, to_inference_data
+
+__all__ = ["MixturePrediction", "TranslationPrediction"]
+
+PAPER = "Carbonetto, de Freitas, Gustafson & Thompson 2003"
+
+
+@dataclasses.dataclass(frozen=True)
+class MixturePrediction:
+    component_proba: np.ndarray  # (N, C) posterior component probabilities xi_ic
+    labels: np.ndarray           # (N,) argmax component
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslationPrediction:
+    word_proba: np.ndarray  # (R, W) p(w | b_r) ∝ N(b_r; mu_w, Sigma_w), uniform p(w)
+
+
+# --------------------------------------------------------------------------------------------------- options
+def _check_hyper(a, b, alpha, nu, n_components):
+    for name, value in (("a", a), ("b", b), ("alpha", alpha), ("nu", nu)):
+        if not np.isfinite(value):
+            raise ValueError(f"{name}: must be finite, got {value}")
+    if b < 0:
+        raise ValueError(f"b: the IG scale of tau2 must be >= 0, got {b}")
+    if a + 0.5 * n_components + 1.0 <= 0:
+        raise ValueError(f"a: the tau2 update b / (a + n_c/2 + 1) needs a > -(n_c/2 + 1) = {-(n_components / 2 + 1)}, "
+                         f"got {a}")
+    if alpha <= 0:
+        raise ValueError(f"alpha: the IW prior needs alpha > 0, got {alpha}")
+    if nu < 1:
+        raise ValueError(f"nu: the MAP update of lambda needs Dirichlet concentrations nu >= 1, got {nu}")
+
+
+def _build_mixture(n_components: int = 3, covariance: str = "full", known_covariance=None, a: float = 1.0,
+                   b: float = 1.0, alpha: float | None = None, nu: float = 1.0):
+    """Options of the shrinkage mixture; alpha defaults to D + 2 (the smallest integer with a finite IW mean),
+    fixed when the data arrive."""
+    if not isinstance(n_components, (int, np.integer)) or isinstance(n_components, bool) or n_components < 1:
+        raise ValueError(f"n_components: expected a positive int, got {n_components!r}")
+    if covariance not in ("full", "diag"):
+        raise ValueError(f"covariance: expected 'full' or 'diag', got {covariance!r}")
+    _check_hyper(a, b, 1.0 if alpha is None else alpha, nu, n_components)
+    if known_covariance is not None:
+        known_covariance = np.asarray(known_covariance, dtype=np.float64)
+        if not np.all(np.isfinite(known_covariance)):
+            raise ValueError("known_covariance: contains NaN or inf")
+        if known_covariance.ndim not in (1, 2):
+            raise ValueError(f"known_covariance: expected (D,) variances or a (D, D) matrix, got shape "
+                             f"{known_covariance.shape}")
+        if known_covariance.ndim == 1 and np.any(known_covariance <= 0):
+            raise ValueError("known_covariance: variances must be positive")
+        if known_covariance.ndim == 2:
+            if known_covariance.shape[0] != known_covariance.shape[1] or \
+                    np.any(np.linalg.eigvalsh(0.5 * (known_covariance + known_covariance.T)) <= 0):
+                raise ValueError("known_covariance: a (D, D) matrix must be symmetric positive definite")
+    options = dict(n_components=int(n_components), covariance=covariance, known_covariance=known_covariance,
+                   a=float(a), b=float(b), alpha=None if alpha is None else float(alpha), nu=float(nu))
+    return sm.shrinkage_mixture, options, sm.default_priors(int(n_components), a, b, nu)
+
+
+def _build_translation(covariance: str = "full", a: float = -1.0, b: float = 1e-5, alpha: float | None = None):
+    """Options of the translation model; defaults are the paper's a = -1, b = 1e-5, alpha = D + 2."""
+    if covariance not in ("full", "diag"):
+        raise ValueError(f"covariance: expected 'full' or 'diag', got {covariance!r}")
+    _check_hyper(a, b, 1.0 if alpha is None else alpha, 1.0, 1)
+    options = dict(covariance=covariance, a=float(a), b=float(b), alpha=None if alpha is None else float(alpha))
+    priors = {"tau2": sm.tau2_prior(a, b)}
+    return sm.translation_model, options, priors
+
+
+# ------------------------------------------------------------------------------------------------------ data
+def _alpha_for(options, n_features):
+    alpha = options["alpha"] if options["alpha"] is not None else n_features + 2.0
+    if alpha <= n_features - 1:
+        raise ValueError(f"alpha: the IW prior on {n_features}-dimensional covariances needs alpha > D - 1 = "
+                         f"{n_features - 1}, got {alpha}")
+    return alpha
+
+
+def _data_moments(X):
+    mu_star = X.mean(axis=0)
+    sigma_star = np.cov(X, rowvar=False, bias=True).reshape(X.shape[1], X.shape[1])
+    if np.any(np.diagonal(sigma_star) <= 0):
+        k = int(np.argmin(np.diagonal(sigma_star)))
+        raise ValueError(f"X: feature {k} is constant (zero variance): the prior centre Sigma* is singular")
+    return mu_star, sigma_star
+
+
+def _mixture_arrays(spec, data):
+    X = check_features(data, "X")
+    n_comp = spec.options["n_components"]
+    if X.shape[0] < n_comp:
+        raise ValueError(f"X: {X.shape[0]} points but n_components = {n_comp}; need at least one point per component")
+    known = spec.options["known_covariance"]
+    if known is not None and known.shape[0] != X.shape[1]:
+        raise ValueError(f"known_covariance: has {known.shape[0]} features, X has {X.shape[1]}")
+    return X
+
+
+def _translation_arrays(data):
+    if not isinstance(data, AnnotatedRegions):
+        raise ValueError(f"data: carbonetto03.translation takes zoo.data.AnnotatedRegions, got {type(data).__name__}")
+    allowed = data.keyword_matrix()[data.image_ids].astype(bool)  # (R, W)
+    return data.X, allowed
+
+
+def _program_kwargs(spec, X, allowed=None):
+    diagonal = spec.options["covariance"] == "diag"
+    mu_star, sigma_star = _data_moments(X)
+    kwargs = dict(mu_star=jnp.asarray(mu_star), sigma_star=jnp.asarray(sigma_star),
+                  alpha=_alpha_for(spec.options, X.shape[1]), priors=spec.priors, diagonal=diagonal)
+    if allowed is None:
+        known = spec.options["known_covariance"]
+        if known is not None and diagonal and known.ndim == 2:
+            known = np.diagonal(known).copy()
+        if known is not None and not diagonal and known.ndim == 1:
+            known = np.diag(known)
+        kwargs.update(n_components=spec.options["n_components"],
+                      known_covariance=None if known is None else jnp.asarray(known))
+        return dict(X=jnp.asarray(X), **kwargs)
+    return dict(X=jnp.asarray(X), allowed=jnp.asarray(allowed), **kwargs)
+
+
+# ------------------------------------------------------------------------------------------------------- EM
+def _ig_hyper(spec, use_prior):
+    """(a, b) of the tau2 prior; MAP-EM's closed-form tau update needs the inverse-gamma family."""
+    prior = spec.priors["tau2"]
+    if not use_prior:
+        return 1.0, 1.0
+    if isinstance(prior, dist.InverseGamma):
+        return float(prior.concentration), float(prior.rate)
+    if isinstance(prior, sm.ImproperInverseGamma):
+        return float(prior.concentration), float(prior.rate)
+    raise ValueError(f"priors['tau2']: map_em's closed-form tau update needs an InverseGamma prior; got "
+                     f"{prior.__class__.__name__}. Use method='map' or 'nuts' (generic) for other families.")
+
+
+def _nu(spec, n_comp, use_prior):
+    if not use_prior or "lambda" not in spec.priors:
+        return np.ones(n_comp)
+    prior = spec.priors["lambda"]
+    if not isinstance(prior, dist.Dirichlet):
+        raise ValueError(f"priors['lambda']: map_em's lambda update needs a Dirichlet prior; got "
+                         f"{prior.__class__.__name__}")
+    nu = np.broadcast_to(np.asarray(prior.concentration), (n_comp,))
+    if np.any(nu < 1):
+        raise ValueError("priors['lambda']: MAP-EM needs Dirichlet concentrations >= 1 (else lambda hits 0)")
+    return nu
+
+
+def _initial_params(key, X_centred, allowed, n_comp, sigma_star, diagonal, known, init_means):
+    """Means from random points (a point allowed for that component), covariances Sigma*, tau2 = diag Sigma*."""
+    n_points, n_features = X_centred.shape
+    if init_means is None:
+        scores = jax.random.uniform(key, (n_points, n_comp))
+        scores = jnp.where(allowed, scores, -1.0)
+        if allowed.all():  # distinct points for a plain mixture
+            idx = jax.random.choice(key, n_points, (n_comp,), replace=False)
+        else:
+            idx = jnp.argmax(scores, axis=0)
+        means = X_centred[idx]
+    else:
+        means = init_means
+    if known is not None:
+        covs = jnp.broadcast_to(known, (n_comp,) + known.shape)
+    elif diagonal:
+        covs = jnp.broadcast_to(jnp.diagonal(sigma_star), (n_comp, n_features))
+    else:
+        covs = jnp.broadcast_to(sigma_star, (n_comp, n_features, n_features))
+    weights = jnp.full((n_comp,), 1.0 / n_comp)
+    return em.Params(weights, means, covs, jnp.diagonal(sigma_star))
+
+
+def _run_em(spec, X, allowed, *, use_prior, learn_weights, seed, num_chains, max_iter, tol, init_means,
+            reg_covar, progress_bar):
+    n_points, n_features = X.shape
+    n_comp = allowed.shape[1]
+    kw = _program_kwargs(spec, X, None if learn_weights else allowed)
+    diagonal = kw["diagonal"]
+    known = kw.get("known_covariance")
+    mu_star, sigma_star = np.asarray(kw["mu_star"]), np.asarray(kw["sigma_star"])
+    a, b = _ig_hyper(spec, use_prior)
+    hyper = em.Hyper(sigma_star=jnp.asarray(sigma_star), alpha=jnp.asarray(kw["alpha"]), a=jnp.asarray(a),
+                     b=jnp.asarray(b), nu=jnp.asarray(_nu(spec, n_comp, use_prior and learn_weights)),
+                     reg_covar=jnp.asarray(0.0 if use_prior else reg_covar))
+    config = em.EMConfig(diagonal=diagonal, use_prior=use_prior, learn_weights=learn_weights,
+                         learn_covs=known is None)
+    Xc = jnp.asarray(X - mu_star)
+    allowed_j = jnp.asarray(allowed)
+    if init_means is not None:
+        init_means = np.asarray(init_means, dtype=np.float64)
+        if init_means.shape != (n_comp, n_features):
+            raise ValueError(f"init_means: expected shape ({n_comp}, {n_features}), got {init_means.shape}")
+        init_means = jnp.asarray(init_means - mu_star)
+    keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
+    inits = jax.vmap(lambda k: _initial_params(k, Xc, allowed_j, n_comp, hyper.sigma_star, diagonal, known,
+                                               init_means))(keys)
+    fit_one = jax.jit(lambda p: em.run_em(Xc, p, hyper, allowed_j, config, max_iter=max_iter, tol=tol))
+    results = []
+    for chain in tqdm(range(num_chains), desc="EM restarts", disable=not progress_bar or num_chains < 2):
+        results.append(fit_one(jax.tree_util.tree_map(lambda x: x[chain], inits)))
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *results)
+    return stacked, Xc, hyper, config, mu_star
+
+
+def _em_fit(spec, X, allowed, method, *, use_prior, learn_weights, seed, num_chains, max_iter, tol,
+            init_means, reg_covar, progress_bar, predictor, data):
+    res, Xc, hyper, config, mu_star = _run_em(spec, X, allowed, use_prior=use_prior, learn_weights=learn_weights,
+                                              seed=seed, num_chains=num_chains, max_iter=max_iter, tol=tol,
+                                              init_means=init_means, reg_covar=reg_covar,
+                                              progress_bar=progress_bar)
+    params = res.params
+    pointwise = jax.vmap(lambda p: jax.scipy.special.logsumexp(
+        em._log_joint_terms(Xc, p, jnp.asarray(allowed), config), axis=1))(params)  # (chain, N)
+    posterior = {"mu": np.asarray(params.means) + mu_star}
+    if learn_weights:
+        posterior["lambda"] = np.asarray(params.weights)
+    if config.learn_covs:
+        posterior["Sigma"] = np.asarray(params.covs)
+    if use_prior:
+        posterior["tau2"] = np.asarray(params.tau2)
+    posterior = {k: v[:, None] for k, v in posterior.items()}
+    comp = "component" if learn_weights else "word"
+    dims = {"mu": [comp, "feature"], "lambda": [comp], "tau2": ["feature"],
+            "Sigma": [comp, "feature"] if config.diagonal else [comp, "feature", "feature_bis"],
+            "x": ["point", "feature"]}
+    coords = {}
+    if not learn_weights:
+        coords["word"] = list(data.vocabulary)
+    idata = to_inference_data(
+        posterior,
+        sample_stats={"objective": np.asarray(res.objective)[:, None, :],
+                      "n_iter": np.asarray(res.n_iter)[:, None], "converged": np.asarray(res.converged)[:, None]},
+        log_likelihood={"x": np.asarray(pointwise)[:, None]},
+        observed_data={"x": np.asarray(X)}, dims=dims, coords=coords,
+        attrs={"method": method, "objective": "log posterior" if use_prior else "log likelihood"})
+    best = int(np.argmax(np.asarray(res.objective)[:, -1]))
+    state = dict(params=jax.tree_util.tree_map(lambda x: np.asarray(x[best]), params), mu_star=mu_star,
+                 best_chain=best, diagonal=config.diagonal)
+    headline = ["tau2", "lambda"] if use_prior and learn_weights else (["tau2"] if use_prior else ["mu"])
+    return Fit(idata=idata, spec=spec, method=method, state=state, headline=headline, predictor=predictor,
+               data=data)
+
+
+def _check_unknown(options):
+    if options:
+        raise ValueError(f"options: unknown option(s) {', '.join(sorted(options))}")
+
+
+def _em_options(num_chains=4, max_iter=500, tol=1e-10, init_means=None, reg_covar=1e-6, progress_bar=True,
+                **unknown):
+    _check_unknown(unknown)
+    if not isinstance(num_chains, (int, np.integer)) or num_chains < 1:
+        raise ValueError(f"num_chains: expected a positive int (restarts), got {num_chains!r}")
+    if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter: expected a positive int, got {max_iter!r}")
+    return dict(num_chains=int(num_chains), max_iter=int(max_iter), tol=float(tol), init_means=init_means,
+                reg_covar=float(reg_covar), progress_bar=progress_bar)
+
+
+# -------------------------------------------------------------------------------------------- predictions
+def _best_params(fit):
+    p = fit.state["params"]
+    return em.Params(*(jnp.asarray(x) for x in p)), fit.state["mu_star"], fit.state["diagonal"]
+
+
+def _predict_mixture(fit, data):
+    X = check_features(data, "X")
+    params, mu_star, diagonal = _best_params(fit)
+    if X.shape[1] != params.means.shape[1]:
+        raise ValueError(f"X: expected {params.means.shape[1]} features, got {X.shape[1]}")
+    config = em.EMConfig(diagonal=diagonal)
+    allowed = jnp.ones((X.shape[0], params.means.shape[0]), bool)
+    resp, _ = em.e_step(jnp.asarray(X - mu_star), params, allowed, config)
+    resp = np.asarray(resp)
+    return MixturePrediction(component_proba=resp, labels=resp.argmax(axis=1))
+
+
+def _predict_translation(fit, data):
+    X = data.X if isinstance(data, AnnotatedRegions) else check_features(data, "X")
+    params, mu_star, diagonal = _best_params(fit)
+    if X.shape[1] != params.means.shape[1]:
+        raise ValueError(f"X: expected {params.means.shape[1]} features, got {X.shape[1]}")
+    log_dens = em.log_component_densities(jnp.asarray(X - mu_star), params.means, params.covs, diagonal)
+    proba = np.asarray(jax.nn.softmax(log_dens, axis=1))  # p(w | b) ∝ N(b; mu_w, Sigma_w), uniform p(w)
+    return TranslationPrediction(word_proba=proba)
+
+
+def _generic_predict_mixture(fit, data):
+    """Predictions of the generic methods: component probabilities at the posterior mean of the parameters."""
+    post = fit.idata.posterior
+    diagonal = fit.spec.options["covariance"] == "diag"
+    known = fit.spec.options["known_covariance"]
+    means = post["mu"].mean(("chain", "draw")).values
+    n_comp = means.shape[0]
+    if "Sigma" in post:
+        covs = post["Sigma"].mean(("chain", "draw")).values
+    else:
+        covs = np.broadcast_to(np.diag(known) if (known.ndim == 1 and not diagonal) else
+                               (np.diagonal(known) if known.ndim == 2 and diagonal else known),
+                               (n_comp,) + ((means.shape[1],) if diagonal else (means.shape[1],) * 2))
+    weights = post["lambda"].mean(("chain", "draw")).values
+    params = em.Params(jnp.asarray(weights), jnp.asarray(means), jnp.asarray(covs), jnp.ones(means.shape[1]))
+    X = check_features(data, "X")
+    resp, _ = em.e_step(jnp.asarray(X), params, jnp.ones((X.shape[0], n_comp), bool), em.EMConfig(diagonal=diagonal))
+    resp = np.asarray(resp)
+    return MixturePrediction(component_proba=resp, labels=resp.argmax(axis=1))
+
+
+# --------------------------------------------------------------------------------------------- registration
+register_model(
+    "carbonetto03.shrinkage_mixture", paper=PAPER, title="Shrinkage Gaussian mixture (MAP-EM feature weighting)",
+    build=_build_mixture, data_kind="ndarray", default_method="map_em", headline=("tau2", "lambda"),
+    program_args=lambda spec, data: _program_kwargs(spec, _mixture_arrays(spec, data)),
+    generic_predictor=_generic_predict_mixture)
+
+register_model(
+    "carbonetto03.translation", paper=PAPER, title="Discrete-Gaussian translation model (regions -> words)",
+    build=_build_translation, data_kind="AnnotatedRegions", default_method="map_em", headline=("tau2",),
+    program_args=lambda spec, data: _program_kwargs(spec, *_translation_arrays(data)))
+
+
+@register_method("carbonetto03.shrinkage_mixture", "map_em")
+def _mixture_map_em(spec, data, seed=0, **options) -> Fit:
+    """MAP-EM with the paper's shrinkage updates (one draw per chain; chains are random restarts)."""
+    opts = _em_options(**options)
+    X = _mixture_arrays(spec, data)
+    allowed = np.ones((X.shape[0], spec.options["n_components"]), bool)
+    return _em_fit(spec, X, allowed, "map_em", use_prior=True, learn_weights=True, seed=seed,
+                   predictor=_predict_mixture, data=X, **opts)
+
+
+@register_method("carbonetto03.shrinkage_mixture", "ml_em")
+def _mixture_ml_em(spec, data, seed=0, **options) -> Fit:
+    """Maximum-likelihood EM (no priors; ``reg_covar`` floors the variances as scikit-learn does)."""
+    opts = _em_options(**options)
+    X = _mixture_arrays(spec, data)
+    allowed = np.ones((X.shape[0], spec.options["n_components"]), bool)
+    return _em_fit(spec, X, allowed, "ml_em", use_prior=False, learn_weights=True, seed=seed,
+                   predictor=_predict_mixture, data=X, **opts)
+
+
+@register_method("carbonetto03.translation", "map_em")
+def _translation_map_em(spec, data, seed=0, **options) -> Fit:
+    """MAP-EM of the translation model (paper Sec. 5.1 updates with the shrinkage prior)."""
+    opts = _em_options(**options)
+    X, allowed = _translation_arrays(data)
+    _data_moments(X)
+    return _em_fit(spec, X, allowed, "map_em", use_prior=True, learn_weights=False, seed=seed,
+                   predictor=_predict_translation, data=data, **opts)
+
+
+@register_method("carbonetto03.translation", "ml_em")
+def _translation_ml_em(spec, data, seed=0, **options) -> Fit:
+    """Maximum-likelihood EM of the translation model (no priors)."""
+    opts = _em_options(**options)
+    X, allowed = _translation_arrays(data)
+    return _em_fit(spec, X, allowed, "ml_em", use_prior=False, learn_weights=False, seed=seed,
+                   predictor=_predict_translation, data=data, **opts)
