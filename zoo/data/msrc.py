@@ -1,0 +1,355 @@
+"""MSRC-v2 as annotated regions: segmentation, region features, per-region ground truth, split, cache, loader.
+
+``zoo.load_dataset("msrc_v2", segmentation="ncut", features="carbonetto03", annotation="original",
+split="train")`` -> ``AnnotatedRegions`` (or ``form="counts"`` -> ``MultimodalCounts``, see ``zoo.data.visual_words``).
+
+Ground truth (issue 7): a region's true label is the majority class of its labelled pixels (void excluded); a
+region whose pixels are mostly void (labelled share < ``min_labelled``) is unlabelled (-1). An image's keywords
+are the classes present in its label map, so they cover every region's true label. ``annotation`` picks the
+original MSRC-v2 maps or the Malisiewicz & Efros (2007) cleaned ones; ``classes="msrc21"`` is the usual 21-class
+setting (horse and mountain pixels become void, as the database's documentation suggests).
+
+Split: images are split per "row" of the database (the first number of the file name, 20 rows of related
+photographs), shuffled with ``numpy.random.default_rng(seed)``; ``round(test_fraction * n_row)`` images of each
+row go to the test set (``msrc_split``). Features are standardized with the training images' statistics.
+
+Cache: segmenting and describing the 591 images is done once per segmentation setting and stored in
+``cache_dir()`` (``$ZOO_CACHE``, else ``$XDG_CACHE_HOME/zoo``, else ``~/.cache/zoo``) under a key that hashes the
+segmentation method, its parameters, the code version and the image list; other parameters change the key, so a
+stale file is never read.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+from typing import Any
+
+import numpy as np
+
+from zoo.data.location import dataset_path, register_loader
+
+__all__ = ["MSRC_FOLDER", "MSRC_CLASSES", "MSRC21_DROPPED", "cache_dir", "msrc_image_names", "msrc_split",
+           "read_msrc_image", "read_msrc_label_map", "region_class_counts", "region_labels_from_counts",
+           "keywords_from_label_map", "msrc_region_table", "msrc_region_maps", "load_msrc_v2"]
+
+MSRC_FOLDER = "msrc_v2"
+MSRC_CLASSES = ("building", "grass", "tree", "cow", "horse", "sheep", "sky", "mountain", "aeroplane", "water",
+                "face", "car", "bicycle", "flower", "sign", "bird", "book", "chair", "road", "cat", "dog", "body",
+                "boat")  # label value k in 1..23 is MSRC_CLASSES[k - 1]; 0 is void (PROVENANCE.md)
+MSRC21_DROPPED = ("horse", "mountain")
+_N_LABEL_VALUES = len(MSRC_CLASSES) + 1
+_CACHE_VERSION = 1
+_ANNOTATION_FOLDERS = {"original": "labels", "cleaned": "labels_cleaned"}
+
+
+# --------------------------------------------------------------------------------------------- files and split
+def cache_dir() -> pathlib.Path:
+    """The user cache folder of the zoo: $ZOO_CACHE, else $XDG_CACHE_HOME/zoo, else ~/.cache/zoo (created)."""
+    root = os.environ.get("ZOO_CACHE")
+    if root:
+        path = pathlib.Path(root)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        path = (pathlib.Path(xdg) if xdg else pathlib.Path.home() / ".cache") / "zoo"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _msrc_root() -> pathlib.Path:
+    return dataset_path(MSRC_FOLDER, "classes.txt", "images", "labels", "labels_cleaned")
+
+
+def _check_classes_file(root: pathlib.Path) -> None:
+    rows = [line.split("\t") for line in (root / "classes.txt").read_text().splitlines() if line.strip()]
+    names = tuple(name.strip() for _, name in rows[1:])
+    if names != MSRC_CLASSES:
+        raise ValueError(f"{root / 'classes.txt'}: class list differs from the MSRC-v2 order this loader expects")
+
+
+def msrc_image_names() -> list[str]:
+    """The 591 image stems (e.g. "1_1_s"), sorted by (row, number) of the database layout."""
+    root = _msrc_root()
+    names = [p.stem for p in (root / "images").glob("*.png")]
+    if not names:
+        raise FileNotFoundError(f"no images/*.png under {root}")
+    return sorted(names, key=_name_order)
+
+
+def _name_order(name: str) -> tuple[int, int, str]:
+    parts = name.split("_")
+    try:
+        return int(parts[0]), int(parts[1]), name
+    except (IndexError, ValueError):
+        raise ValueError(f"image name {name!r}: expected ROW_NUMBER_s as in MSRC-v2") from None
+
+
+def msrc_split(names: list[str], test_fraction: float = 0.5, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Seeded train/test split stratified by database row: (train names, test names), each in database order.
+
+    Within each row the images are permuted by ``numpy.random.default_rng([seed, row])`` and the first
+    ``round(test_fraction * n_row)`` go to the test set, so every row is represented in both sets.
+    """
+    if not 0.0 < float(test_fraction) < 1.0:
+        raise ValueError(f"test_fraction: must lie strictly between 0 and 1, got {test_fraction!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative int, got {seed!r}")
+    rows: dict[int, list[str]] = {}
+    for name in sorted(names, key=_name_order):
+        rows.setdefault(_name_order(name)[0], []).append(name)
+    test: set[str] = set()
+    for row, members in rows.items():
+        order = np.random.default_rng([int(seed), row]).permutation(len(members))
+        n_test = int(round(test_fraction * len(members)))
+        test.update(members[i] for i in order[:n_test])
+    ordered = sorted(names, key=_name_order)
+    return [n for n in ordered if n not in test], [n for n in ordered if n in test]
+
+
+def read_msrc_image(name: str) -> np.ndarray:
+    """The RGB photograph ``images/NAME.png``: (H, W, 3) uint8."""
+    from PIL import Image
+
+    with Image.open(_msrc_root() / "images" / f"{name}.png") as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def read_msrc_label_map(name: str, annotation: str = "original") -> np.ndarray:
+    """The per-pixel class map (H, W) uint8: 0 void, k in 1..23 = MSRC_CLASSES[k - 1]."""
+    if annotation not in _ANNOTATION_FOLDERS:
+        raise ValueError(f"annotation: expected 'original' or 'cleaned', got {annotation!r}")
+    from PIL import Image
+
+    with Image.open(_msrc_root() / _ANNOTATION_FOLDERS[annotation] / f"{name}.png") as im:
+        return np.asarray(im)
+
+
+# --------------------------------------------------------------------------------------------- ground truth
+def region_class_counts(region_map: np.ndarray, label_map: np.ndarray, n_values: int = _N_LABEL_VALUES):
+    """Pixel counts of each label value inside each region: (R, n_values) int64 (column 0 = void)."""
+    region_map = np.asarray(region_map)
+    label_map = np.asarray(label_map)
+    if region_map.shape != label_map.shape:
+        raise ValueError(f"label_map: shape {label_map.shape} differs from the region map's {region_map.shape}")
+    if label_map.min() < 0 or label_map.max() >= n_values:
+        raise ValueError(f"label_map: values must lie in 0..{n_values - 1}")
+    n = int(region_map.max()) + 1
+    joint = region_map.ravel().astype(np.int64) * n_values + label_map.ravel().astype(np.int64)
+    return np.bincount(joint, minlength=n * n_values).reshape(n, n_values)
+
+
+def _class_mapping(classes: str) -> tuple[list[str], np.ndarray]:
+    """Vocabulary and the map from label value (0..23) to vocabulary index (-1 = void) for a class setting."""
+    if classes not in ("all", "msrc21"):
+        raise ValueError(f"classes: expected 'all' (23 classes) or 'msrc21' (horse and mountain dropped), "
+                         f"got {classes!r}")
+    dropped = MSRC21_DROPPED if classes == "msrc21" else ()
+    vocabulary = [c for c in MSRC_CLASSES if c not in dropped]
+    mapping = np.full(_N_LABEL_VALUES, -1, dtype=np.int64)
+    for value, name in enumerate(MSRC_CLASSES, start=1):
+        if name not in dropped:
+            mapping[value] = vocabulary.index(name)
+    return vocabulary, mapping
+
+
+def region_labels_from_counts(counts: np.ndarray, mapping: np.ndarray, min_labelled: float = 0.5) -> np.ndarray:
+    """True label of each region from its (R, 24) class pixel counts: (R,) vocabulary index or -1.
+
+    ``mapping`` (24,) maps a label value to a vocabulary index (-1 = void, including dropped classes). The label
+    is the class with most pixels among the non-void ones (ties: the lower index); -1 when the region's
+    non-void share is below ``min_labelled``.
+    """
+    if not 0.0 <= float(min_labelled) <= 1.0:
+        raise ValueError(f"min_labelled: must lie in [0, 1], got {min_labelled!r}")
+    counts = np.asarray(counts, dtype=np.int64)
+    n_words = int(mapping.max()) + 1
+    per_word = np.zeros((counts.shape[0], n_words), dtype=np.int64)
+    for value, word in enumerate(mapping):
+        if word >= 0:
+            per_word[:, word] += counts[:, value]
+    labelled = per_word.sum(axis=1)
+    total = counts.sum(axis=1)
+    ok = (labelled > 0) & (labelled >= min_labelled * total)
+    return np.where(ok, per_word.argmax(axis=1), -1)
+
+
+def keywords_from_label_map(label_counts: np.ndarray, mapping: np.ndarray, vocabulary: list[str]) -> tuple:
+    """Keywords of an image from the pixel counts (24,) of its label map: the classes present, in class order."""
+    present = {int(mapping[v]) for v in np.flatnonzero(np.asarray(label_counts) > 0) if mapping[v] >= 0}
+    return tuple(vocabulary[w] for w in sorted(present))
+
+
+# --------------------------------------------------------------------------------------------- the region table
+def _describe_image(task: tuple) -> dict:
+    """Worker: segment one image, compute its 16 region statistics and its class counts in both annotations."""
+    name, method, params = task
+    from zoo.data.region_features import region_statistics
+    from zoo.data.regions import segment_image
+
+    image = read_msrc_image(name)
+    region_map = segment_image(image, method, **params)
+    return {"name": name, "region_map": region_map.astype(np.uint8 if region_map.max() < 256 else np.int32),
+            "statistics": region_statistics(image, region_map),
+            "original": region_class_counts(region_map, read_msrc_label_map(name, "original")),
+            "cleaned": region_class_counts(region_map, read_msrc_label_map(name, "cleaned"))}
+
+
+def _cache_key(method: str, params: dict, names: list[str]) -> str:
+    blob = json.dumps({"version": _CACHE_VERSION, "method": method, "params": params,
+                       "names": hashlib.sha1("\n".join(names).encode()).hexdigest()}, sort_keys=True)
+    return f"msrc_v2_{method}_{hashlib.sha1(blob.encode()).hexdigest()[:16]}"
+
+
+def _run_tasks(tasks: list, n_jobs: int | None, progress: bool, desc: str) -> list:
+    """Run ``_describe_image`` over tasks, in ``n_jobs`` spawned processes (1 = in this process), in order."""
+    from tqdm.auto import tqdm
+
+    n_jobs = min(os.cpu_count() or 1, 8) if n_jobs is None else int(n_jobs)
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs: must be at least 1, got {n_jobs}")
+    if n_jobs == 1 or len(tasks) < 4:
+        return [_describe_image(t) for t in tqdm(tasks, desc=desc, disable=not progress)]
+    import concurrent.futures
+    import multiprocessing
+
+    # spawn, not fork: the parent has JAX's thread pools running, which fork would copy in an unknown state
+    with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(tqdm(pool.map(_describe_image, tasks, chunksize=4), total=len(tasks), desc=desc,
+                         disable=not progress))
+
+
+def msrc_region_table(segmentation: str = "ncut", segmentation_params: dict | None = None, *,
+                      n_jobs: int | None = None, progress: bool = True, refresh: bool = False) -> dict[str, Any]:
+    """Segment and describe all MSRC-v2 images once, with an on-disk cache.
+
+    Returns a dict of arrays: ``names`` (I,) image stems in database order; ``image_index`` (R,) index into names;
+    ``statistics`` (R, 16) raw region statistics (``zoo.data.region_features.STATISTIC_NAMES``);
+    ``counts_original`` and ``counts_cleaned`` (R, 24) pixel counts per label value; ``image_counts_original``
+    and ``image_counts_cleaned`` (I, 24); ``key`` the cache key. ``refresh=True`` recomputes.
+    """
+    from zoo.data.regions import segmentation_params as full_params
+
+    params = full_params(segmentation, **(segmentation_params or {}))
+    root = _msrc_root()
+    _check_classes_file(root)
+    names = msrc_image_names()
+    key = _cache_key(segmentation, params, names)
+    table_path = cache_dir() / f"{key}.npz"
+    maps_path = cache_dir() / f"{key}_maps.npz"
+    if table_path.exists() and maps_path.exists() and not refresh:
+        with np.load(table_path, allow_pickle=False) as f:
+            table = {k: f[k] for k in f.files}
+        if list(table["names"]) == names:
+            table["key"] = key
+            return table
+    results = _run_tasks([(name, segmentation, params) for name in names], n_jobs, progress,
+                         f"MSRC-v2 {segmentation}")
+    sizes = [len(r["statistics"]) for r in results]
+    table = {"names": np.array(names), "image_index": np.repeat(np.arange(len(names)), sizes),
+             "statistics": np.concatenate([r["statistics"] for r in results])}
+    for annotation in ("original", "cleaned"):
+        counts = [r[annotation] for r in results]
+        table[f"counts_{annotation}"] = np.concatenate(counts)
+        table[f"image_counts_{annotation}"] = np.stack([c.sum(axis=0) for c in counts])
+    tmp = table_path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, **table)
+    maps_tmp = maps_path.with_suffix(".tmp.npz")
+    np.savez_compressed(maps_tmp, **{r["name"]: r["region_map"] for r in results})
+    os.replace(maps_tmp, maps_path)
+    os.replace(tmp, table_path)  # written last: its presence means both files are complete
+    table["key"] = key
+    return table
+
+
+def msrc_region_maps(segmentation: str = "ncut", segmentation_params: dict | None = None,
+                     names: list[str] | None = None, **table_options) -> dict[str, np.ndarray]:
+    """Region maps (H, W) of MSRC-v2 images (all, or ``names``) from the cache (computed first if needed)."""
+    table = msrc_region_table(segmentation, segmentation_params, **table_options)
+    with np.load(cache_dir() / f"{table['key']}_maps.npz", allow_pickle=False) as f:
+        wanted = f.files if names is None else names
+        missing = [n for n in wanted if n not in f.files]
+        if missing:
+            raise ValueError(f"names: {missing[0]!r} is not an MSRC-v2 image")
+        return {n: f[n].astype(np.int32) for n in wanted}
+
+
+# --------------------------------------------------------------------------------------------- the loader
+_SPLITS = ("train", "test", "all")
+
+
+@register_loader("msrc_v2", "MSRC-v2: 591 photos segmented into regions with per-region ground truth "
+                             "(AnnotatedRegions, or MultimodalCounts with form='counts')")
+def load_msrc_v2(segmentation: str = "ncut", features: str = "carbonetto03", annotation: str = "original",
+                 split: str = "train", *, classes: str = "all", test_fraction: float = 0.5, seed: int = 0,
+                 min_labelled: float = 0.5, standardize: bool = True, form: str = "regions",
+                 segmentation_params: dict | None = None, n_jobs: int | None = None, progress: bool = True,
+                 **visual_word_options):
+    """MSRC-v2 as ``AnnotatedRegions`` (``form="regions"``) or ``MultimodalCounts`` (``form="counts"``).
+
+    segmentation: "ncut" (default, Normalized Cuts as in the papers) | "slic" | "felzenszwalb", with
+    ``segmentation_params`` overriding ``zoo.data.regions.DEFAULT_SEGMENTATION_PARAMS``; features:
+    "carbonetto03" (10) | "gustafson07" (16) | "kueck04" (6), standardized with the training split's statistics
+    (``standardize=False``: raw values); annotation: "original" | "cleaned"; split: "train" | "test" | "all";
+    classes: "all" (23) | "msrc21". The split's images are numbered 0..I-1 in ``msrc_split`` order.
+    ``form="counts"`` takes the options of ``zoo.data.visual_words.msrc_counts`` (``visual_words="blobs"`` |
+    ``"dense"``, ``n_visual_words``, ...). The first call segments all 591 images (progress bar; cached).
+    """
+    from zoo.data.containers import AnnotatedRegions
+    from zoo.data.region_features import feature_names
+
+    feature_names(features)
+    if annotation not in _ANNOTATION_FOLDERS:
+        raise ValueError(f"annotation: expected 'original' or 'cleaned', got {annotation!r}")
+    if split not in _SPLITS:
+        raise ValueError(f"split: expected one of {', '.join(_SPLITS)}, got {split!r}")
+    if form not in ("regions", "counts"):
+        raise ValueError(f"form: expected 'regions' or 'counts', got {form!r}")
+    if form == "regions" and visual_word_options:
+        raise ValueError(f"{next(iter(visual_word_options))}: not an option of msrc_v2 with form='regions'")
+    vocabulary, mapping = _class_mapping(classes)
+    region_labels_from_counts(np.zeros((0, _N_LABEL_VALUES), dtype=np.int64), mapping, min_labelled)
+    table = msrc_region_table(segmentation, segmentation_params, n_jobs=n_jobs, progress=progress)
+    names = [str(n) for n in table["names"]]
+    train, test = msrc_split(names, test_fraction, seed)
+    chosen = {"train": train, "test": test, "all": names}[split]
+    if form == "counts":
+        from zoo.data.visual_words import msrc_counts
+        return msrc_counts(table, chosen, train, vocabulary, mapping, features=features,
+                           annotation=annotation, min_labelled=min_labelled, segmentation=segmentation,
+                           segmentation_params=segmentation_params, **visual_word_options)
+    X, image_ids, keywords, labels = _split_arrays(table, chosen, features, annotation, mapping, vocabulary,
+                                                   min_labelled)
+    if standardize:
+        X = _standardize_with_train(table, X, train, features)
+    return AnnotatedRegions(X=X, image_ids=image_ids, keywords=keywords, vocabulary=vocabulary,
+                            region_labels=labels)
+
+
+def _split_arrays(table, chosen, features, annotation, mapping, vocabulary, min_labelled):
+    """Raw features (R, D), image ids (R,), keywords (I) and region labels (R,) of the images ``chosen``."""
+    from zoo.data.region_features import select_features
+
+    index = {str(n): i for i, n in enumerate(table["names"])}
+    wanted = np.array([index[n] for n in chosen])
+    position = np.full(len(index), -1)
+    position[wanted] = np.arange(len(wanted))
+    rows = np.flatnonzero(position[table["image_index"]] >= 0)
+    rows = rows[np.argsort(position[table["image_index"][rows]], kind="stable")]
+    X = select_features(table["statistics"][rows], features)
+    image_ids = position[table["image_index"][rows]]
+    labels = region_labels_from_counts(table[f"counts_{annotation}"][rows], mapping, min_labelled)
+    keywords = [keywords_from_label_map(table[f"image_counts_{annotation}"][i], mapping, vocabulary)
+                for i in wanted]
+    empty = [chosen[i] for i, kw in enumerate(keywords) if not kw]
+    if empty:  # cannot happen with the shipped maps (every image has a class, PROVENANCE.md); say so if it does
+        raise ValueError(f"keywords: images {', '.join(empty[:5])} have no class left in this class setting")
+    return X, image_ids, keywords, labels
+
+
+def _standardize_with_train(table, X, train, features):
+    from zoo.data.region_features import fit_standardizer, select_features, standardize
+
+    index = {str(n): i for i, n in enumerate(table["names"])}
+    train_rows = np.isin(table["image_index"], [index[n] for n in train])
+    return standardize(X, fit_standardizer(select_features(table["statistics"][train_rows], features)))
