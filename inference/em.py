@@ -16,6 +16,7 @@ covariances. Everything is a pure function of NamedTuples; the loop is one ``lax
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -24,7 +25,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.special import gammaln, logsumexp, multigammaln
 
 __all__ = ["Params", "Hyper", "EMConfig", "EMResult", "log_component_densities", "e_step", "SuffStats",
-           "collect_suff_stats", "m_step", "log_posterior", "run_em"]
+           "collect_suff_stats", "m_step", "log_posterior", "run_em", "run_em_restarts"]
 
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
@@ -242,3 +243,13 @@ def run_em(X: jnp.ndarray, init: Params, hyper: Hyper, allowed: jnp.ndarray, con
     idx = jnp.arange(max_iter + 1)
     trace = jnp.where(idx <= n_iter, trace, trace[n_iter])
     return EMResult(params, trace, n_iter, converged)
+
+
+@functools.partial(jax.jit, static_argnames=("config", "max_iter"))
+def run_em_restarts(X, inits: Params, hyper: Hyper, allowed, config: EMConfig, max_iter: int = 200,
+                    tol: float = 1e-8) -> EMResult:
+    """``run_em`` vectorized over restarts: every leaf of ``inits`` has a leading (chain,) axis.
+
+    Compiled once per (shapes, config, max_iter), so repeated fits of same-shaped data reuse the compilation.
+    """
+    return jax.vmap(lambda init: run_em(X, init, hyper, allowed, config, max_iter=max_iter, tol=tol))(inits)

@@ -6,6 +6,7 @@ directory) when it exists. A loader registered with ``@register_loader(name)`` i
 """
 from __future__ import annotations
 
+import importlib
 import os
 import pathlib
 from typing import Callable
@@ -55,16 +56,19 @@ def register_loader(name: str, description: str = ""):
     return decorate
 
 
+def _ensure_paper_modules() -> None:
+    # the paper modules register their loaders on import (``zoo.catalog`` the module, not the function)
+    importlib.import_module("zoo.catalog").ensure_loaded()
+
+
 def list_datasets() -> dict[str, str]:
-    from zoo import catalog as _catalog  # noqa: F401  (imports the paper modules, which register loaders)
-    _catalog.ensure_loaded()
+    _ensure_paper_modules()
     return {name: desc for name, (fn, desc) in sorted(_LOADERS.items())}
 
 
 def load_dataset(name: str, **options):
     """Load a registered data set (real files or a synthetic generator) by name."""
-    from zoo import catalog as _catalog
-    _catalog.ensure_loaded()
+    _ensure_paper_modules()
     if name not in _LOADERS:
         raise ValueError(f"load_dataset: unknown data set {name!r}; known: {', '.join(sorted(_LOADERS))}")
     return _LOADERS[name][0](**options)

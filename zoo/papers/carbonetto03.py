@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
-from tqdm.auto import tqdm
 
 import zoo.data.carbonetto03  # noqa: F401  (registers the synthetic loaders)
 from zoo.data.containers import AnnotatedRegions, check_features
@@ -195,6 +194,7 @@ def _initial_params(key, X_centred, allowed, n_comp, sigma_star, diagonal, known
 
 def _run_em(spec, X, allowed, *, use_prior, learn_weights, seed, num_chains, max_iter, tol, init_means,
             reg_covar, progress_bar):
+    del progress_bar  # restarts run vectorized in one compiled call (a few seconds at most)
     n_points, n_features = X.shape
     n_comp = allowed.shape[1]
     kw = _program_kwargs(spec, X, None if learn_weights else allowed)
@@ -217,11 +217,7 @@ def _run_em(spec, X, allowed, *, use_prior, learn_weights, seed, num_chains, max
     keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
     inits = jax.vmap(lambda k: _initial_params(k, Xc, allowed_j, n_comp, hyper.sigma_star, diagonal, known,
                                                init_means))(keys)
-    fit_one = jax.jit(lambda p: em.run_em(Xc, p, hyper, allowed_j, config, max_iter=max_iter, tol=tol))
-    results = []
-    for chain in tqdm(range(num_chains), desc="EM restarts", disable=not progress_bar or num_chains < 2):
-        results.append(fit_one(jax.tree_util.tree_map(lambda x: x[chain], inits)))
-    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *results)
+    stacked = em.run_em_restarts(Xc, inits, hyper, allowed_j, config, max_iter=max_iter, tol=tol)
     return stacked, Xc, hyper, config, mu_star
 
 

@@ -1,0 +1,184 @@
+"""Carbonetto et al. 2003: MAP-EM monotone, equal to an optax optimum and to the program's log density."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from numpyro.distributions.transforms import biject_to
+from numpyro.infer.util import log_density
+
+import zoo
+from zoo.data import AnnotatedRegions
+from zoo.data.carbonetto03 import SEC2_VARIANCES, mixture_data_sec2, translation_data_sec52
+from zoo.inference import em
+from zoo.papers import carbonetto03 as c03
+
+
+@pytest.fixture(scope="module")
+def sec2():
+    return mixture_data_sec2(n_points=200, seed=0)
+
+
+@pytest.mark.parametrize("covariance", ["diag", "full"])
+def test_map_em_objective_never_decreases(sec2, covariance):
+    X, _ = sec2
+    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance=covariance), X,
+                  method="map_em", seed=0, num_chains=3, max_iter=150, progress_bar=False)
+    trace = fit.idata.sample_stats["objective"].values[:, 0, :]
+    assert np.all(np.isfinite(trace))
+    steps = np.diff(trace, axis=1)
+    assert steps.min() >= -1e-9 * np.abs(trace).max(), steps.min()
+    assert (steps > 0).any()
+
+
+def test_translation_em_objective_never_decreases():
+    regions, _ = translation_data_sec52(n_images=40, seed=3)
+    for method in ("map_em", "ml_em"):
+        fit = zoo.fit(zoo.model("carbonetto03.translation", covariance="diag", alpha=11.0), regions,
+                      method=method, seed=0, num_chains=2, max_iter=100, progress_bar=False)
+        trace = fit.idata.sample_stats["objective"].values[:, 0, :]
+        assert np.diff(trace, axis=1).min() >= -1e-9 * np.abs(trace).max()
+        proba = fit.predict(regions).word_proba
+        assert proba.shape == (regions.X.shape[0], 3) and np.allclose(proba.sum(1), 1)
+
+
+def _em_params_to_sites(fit):
+    p = fit.state["params"]
+    return {"lambda": p.weights, "mu": p.means + fit.state["mu_star"], "Sigma": p.covs, "tau2": p.tau2}
+
+
+def test_em_objective_equals_program_log_density(sec2):
+    """EM's log posterior and the NumPyro program's log density agree exactly (full and diagonal)."""
+    X, _ = sec2
+    for covariance in ("full", "diag"):
+        spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance=covariance, a=2.0, b=0.5,
+                         nu=2.0)
+        fit = zoo.fit(spec, X, method="map_em", seed=1, num_chains=1, max_iter=30, progress_bar=False)
+        sites = _em_params_to_sites(fit)
+        kwargs = c03._program_kwargs(spec, X)
+        lp_program = float(log_density(spec.program, (), kwargs, sites)[0])
+        lp_em = float(fit.idata.sample_stats["objective"].values[0, 0, -1])
+        assert lp_program == pytest.approx(lp_em, rel=1e-10, abs=1e-8)
+
+
+def _optax_map(program, kwargs, start, n_steps=3000):
+    """Maximize the program's log density over unconstrained coordinates with optax L-BFGS (no Jacobian)."""
+    transforms = {"lambda": biject_to(jax.scipy.stats.norm and __import__("numpyro").distributions.constraints.simplex),
+                  "Sigma": biject_to(__import__("numpyro").distributions.constraints.positive),
+                  "tau2": biject_to(__import__("numpyro").distributions.constraints.positive)}
+
+    def to_sites(u):
+        return {"mu": u["mu"], **{k: transforms[k](u[k]) for k in ("lambda", "Sigma", "tau2")}}
+
+    def loss(u):
+        return -log_density(program, (), kwargs, to_sites(u))[0]
+
+    u = {"mu": jnp.asarray(start["mu"]), **{k: transforms[k].inv(jnp.asarray(start[k])) for k in transforms}}
+    opt = optax.lbfgs()
+    state = opt.init(u)
+    value_and_grad = optax.value_and_grad_from_state(loss)
+
+    @jax.jit
+    def step(carry, _):
+        u, state = carry
+        value, grad = value_and_grad(u, state=state)
+        updates, state = opt.update(grad, state, u, value=value, grad=grad, value_fn=loss)
+        return (optax.apply_updates(u, updates), state), value
+
+    (u, _), values = jax.lax.scan(step, (u, state), None, length=n_steps)
+    return to_sites(u), -float(loss(u))
+
+
+def test_em_fixed_point_equals_optax_optimum(sec2):
+    X, _ = sec2
+    X = X[:60]
+    spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag", a=1.0, b=0.5, nu=2.0)
+    fit = zoo.fit(spec, X, method="map_em", seed=0, num_chains=1, max_iter=5000, tol=1e-14, progress_bar=False)
+    em_sites = _em_params_to_sites(fit)
+    rng = np.random.default_rng(0)
+    start = {k: np.asarray(v) * np.exp(0.05 * rng.normal(size=np.shape(v))) for k, v in em_sites.items()}
+    start["lambda"] = start["lambda"] / start["lambda"].sum()
+    opt_sites, opt_value = _optax_map(spec.program, c03._program_kwargs(spec, X), start)
+    em_value = float(fit.idata.sample_stats["objective"].values[0, 0, -1])
+    assert opt_value <= em_value + 1e-6 * abs(em_value)  # EM is at the (local) maximum
+    for site in ("lambda", "mu", "Sigma", "tau2"):
+        np.testing.assert_allclose(np.asarray(opt_sites[site]), np.asarray(em_sites[site]), rtol=1e-5, atol=1e-7)
+
+
+def _nuts_vs_map_errors(sizes, num_warmup, num_samples):
+    errors = []
+    for n in sizes:
+        X, _ = mixture_data_sec2(n_points=n, seed=5)
+        spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag",
+                         known_covariance=SEC2_VARIANCES, a=1.0, b=1.0, nu=2.0)
+        fit_map = zoo.fit(spec, X, method="map_em", seed=0, num_chains=2, progress_bar=False)
+        fit_nuts = zoo.fit(spec, X, method="nuts", seed=0, num_chains=1, num_warmup=num_warmup,
+                           num_samples=num_samples, progress_bar=False)
+        order = lambda m: m[np.argsort(m[:, 0])]  # components identified by their first coordinate
+        mu_map = order(fit_map.idata.posterior["mu"].values[fit_map.state["best_chain"], 0])
+        mu_nuts = order(fit_nuts.idata.posterior["mu"].values[0].mean(0))
+        errors.append(np.abs(mu_map[:, :3] - mu_nuts[:, :3]).max())
+    return errors
+
+
+def test_nuts_posterior_mean_approaches_map():
+    """As N grows the posterior concentrates at the MAP: |NUTS mean - MAP| shrinks (known variances, Sec. 2)."""
+    errors = _nuts_vs_map_errors((60, 600), num_warmup=150, num_samples=150)
+    assert errors[1] < 0.25 and errors[1] < errors[0], errors
+
+
+@pytest.mark.slow
+def test_nuts_posterior_mean_approaches_map_long():
+    errors = _nuts_vs_map_errors((100, 400, 1600), num_warmup=500, num_samples=1000)
+    assert errors[2] < 0.1 and errors[2] < errors[1] < errors[0], errors
+
+
+def test_predict_shapes_and_prior_swap(sec2):
+    X, _ = sec2
+    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag"), X,
+                  method="map_em", seed=0)
+    proba = fit.predict(X).component_proba
+    assert proba.shape == (200, 3) and np.allclose(proba.sum(1), 1)
+    spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, priors={"tau2": "InverseGamma(1.0, 1.0)"})
+    assert float(spec.priors["tau2"].rate) == 1.0
+    spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, priors={"tau2": "HalfCauchy(1.0)"})
+    with pytest.raises(ValueError, match="priors\\['tau2'\\].*InverseGamma"):
+        zoo.fit(spec, X, method="map_em")
+    with pytest.raises(ValueError):
+        zoo.model("carbonetto03.shrinkage_mixture", priors={"tau2": "__import__('os')"})
+    summary = fit.summary()
+    assert "tau2[0]" in summary.index
+
+
+@pytest.mark.parametrize("X, match", [
+    (np.full((10, 2), np.nan), "X"),
+    (np.ones(10), "2-D"),
+    (np.random.default_rng(0).normal(size=(2, 3)), "n_components"),
+    (np.c_[np.ones(10), np.arange(10.0)], "constant"),
+])
+def test_bad_mixture_data(X, match):
+    with pytest.raises(ValueError, match=match):
+        zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=3), X, method="map_em")
+
+
+@pytest.mark.parametrize("options, match", [
+    (dict(alpha=0.0), "alpha"), (dict(nu=0.5), "nu"), (dict(b=-1.0), "b"), (dict(a=-5.0), "a"),
+    (dict(n_components=0), "n_components"), (dict(covariance="tied"), "covariance"),
+    (dict(known_covariance=[1.0, -1.0]), "known_covariance"),
+])
+def test_bad_hyperparameters(options, match):
+    with pytest.raises(ValueError, match=match):
+        zoo.model("carbonetto03.shrinkage_mixture", **options)
+
+
+def test_bad_translation_data():
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    with pytest.raises(ValueError, match="no keywords"):
+        AnnotatedRegions(X, [0, 0, 1, 1], [["sky"], []], ["sky", "sea"])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        AnnotatedRegions(X, [0, 0, 1, 1], [["sky"], ["tiger"]], ["sky", "sea"])
+    with pytest.raises(ValueError, match="AnnotatedRegions"):
+        zoo.fit(zoo.model("carbonetto03.translation"), X)
+    with pytest.raises(ValueError, match="alpha"):
+        zoo.fit(zoo.model("carbonetto03.translation", alpha=0.5),
+                AnnotatedRegions(X, [0, 0, 1, 1], [["sky"], ["sea"]], ["sky", "sea"]))

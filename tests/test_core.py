@@ -1,0 +1,127 @@
+"""The foundation: priors parser, registry, data containers, results adapter, user programs."""
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import pytest
+
+import zoo
+from zoo.data import AnnotatedRegions, Bags, Matrix, MultimodalCounts
+from zoo.priors import parse_prior, resolve_priors
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os')", "os.system('ls')", "InverseGamma(0.5, b)", "InverseGamma(0.5, 1+1)",
+    "Normal(0, 1).sample()", "lambda: 1", "InverseGamma", "InverseGamma(*[1, 2])", "Normal(0, 1); 1",
+    "Wishart(1, 2)", "InverseGamma(True, 1)", "InverseGamma('1', 1)", "", "InverseGamma(-1, 1)",
+])
+def test_prior_parser_refuses(text):
+    with pytest.raises(ValueError):
+        parse_prior(text)
+
+
+def test_prior_parser_accepts_numbers_lists_and_keywords():
+    d = parse_prior("InverseGamma(0.5, 2)")
+    assert isinstance(d, dist.InverseGamma) and float(d.concentration) == 0.5 and float(d.rate) == 2.0
+    d = parse_prior("Dirichlet([1, 2.5, 3])")
+    assert np.allclose(d.concentration, [1, 2.5, 3])
+    d = parse_prior("Normal(loc=-1e-3, scale=2)")
+    assert float(d.loc) == -1e-3
+
+
+def test_resolve_priors_toml_and_unknown_site(tmp_path):
+    defaults = {"tau2": dist.InverseGamma(1.0, 1.0)}
+    path = tmp_path / "p.toml"
+    path.write_text('[priors]\ntau2 = "InverseGamma(2.0, 3.0)"\n')
+    pri = resolve_priors(defaults, str(path))
+    assert float(pri["tau2"].rate) == 3.0
+    with pytest.raises(ValueError, match="not a prior site"):
+        resolve_priors(defaults, {"sigma": "HalfNormal(1)"})
+    with pytest.raises(ValueError, match="priors\\['tau2'\\]"):
+        resolve_priors(defaults, {"tau2": "eval('1')"})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("tau2 = 3\n")
+    with pytest.raises(ValueError, match="must map to a string"):
+        resolve_priors(defaults, str(bad))
+
+
+def test_catalog_lists_registered_models_with_methods():
+    cards = {c.id: c for c in zoo.catalog()}
+    assert "carbonetto03.shrinkage_mixture" in cards
+    card = cards["carbonetto03.shrinkage_mixture"]
+    assert card.default_method == "map_em" and {"map_em", "ml_em", "nuts", "map"} <= set(card.methods)
+    assert all(c.default_method in c.methods for c in cards.values())
+    assert zoo.methods("carbonetto03.translation")[:2] == ["nuts", "svi"] or "map_em" in zoo.methods(
+        "carbonetto03.translation")
+    with pytest.raises(ValueError, match="unknown model id"):
+        zoo.model("nope.model")
+
+
+def test_unknown_method_and_option_are_errors():
+    spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=2)
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match="method"):
+        zoo.fit(spec, X, method="gibbs")
+    with pytest.raises(ValueError, match="unknown option"):
+        zoo.fit(spec, X, method="map_em", max_iters=3)
+
+
+def test_containers_validate():
+    X = np.zeros((4, 2))
+    with pytest.raises(ValueError, match="bag_ids"):
+        Bags(X, [0, 0, 2, 2])  # bag 1 has no instance
+    with pytest.raises(ValueError, match="bag_labels"):
+        Bags(X, [0, 0, 1, 1], bag_labels=[1, 0, 1])
+    with pytest.raises(ValueError, match="fractions"):
+        Bags(X, [0, 0, 1, 1], fractions=[0.5, 1.5])
+    with pytest.raises(ValueError, match="X"):
+        Bags(np.full((4, 2), np.nan), [0, 0, 1, 1])
+    with pytest.raises(ValueError, match="keyword 'cat' outside the vocabulary"):
+        AnnotatedRegions(X, [0, 0, 1, 1], [["sky"], ["cat"]], ["sky", "sea"])
+    with pytest.raises(ValueError, match="no keywords"):
+        AnnotatedRegions(X, [0, 0, 1, 1], [["sky"], []], ["sky", "sea"])
+    with pytest.raises(ValueError, match="image_ids"):
+        AnnotatedRegions(X, [0, 0, 1, 5], [["sky"], ["sea"]], ["sky", "sea"])
+    with pytest.raises(ValueError, match="words"):
+        MultimodalCounts(np.array([[1, -1]]), np.array([[1]]))
+    with pytest.raises(ValueError, match="values"):
+        Matrix(np.array([[np.nan, 1.0]]), mask=np.array([[True, True]]))
+    m = Matrix(np.array([[np.nan, 1.0]]))
+    assert m.mask.tolist() == [[False, True]] and np.isfinite(m.values).all()
+
+
+def test_missing_dataset_error_names_the_files(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZOO_DATA", str(tmp_path))
+    from zoo.data import dataset_path
+    with pytest.raises(FileNotFoundError, match="musk1.npz"):
+        dataset_path("mil_benchmarks", "musk1.npz")
+    with pytest.raises(ValueError, match="unknown data set"):
+        zoo.load_dataset("no_such_data")
+
+
+def test_user_program_nuts_and_map():
+    def program(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
+        with numpyro.plate("n", y.shape[0]):
+            numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
+
+    y = np.random.default_rng(1).normal(3.0, 1.0, size=200)
+    fit = zoo.fit(program, {"y": y}, method="nuts", num_chains=2, num_warmup=200, num_samples=200,
+                  progress_bar=False)
+    post = fit.idata.posterior
+    assert post.sizes["chain"] == 2 and post.sizes["draw"] == 200
+    assert abs(float(post["mu"].mean()) - y.mean()) < 0.05
+    assert {"acceptance_rate", "diverging"} <= set(fit.idata.sample_stats.data_vars)
+    assert fit.idata.log_likelihood["y"].shape == (2, 200, 200)
+    summary = fit.summary()
+    assert "r_hat" in summary.columns and summary.loc["mu", "r_hat"] < 1.05
+    fit_map = zoo.fit(program, {"y": y}, method="map", num_steps=1500, learning_rate=0.05, progress_bar=False)
+    assert abs(float(fit_map.idata.posterior["mu"].values.ravel()[0]) - y.mean()) < 0.02
+    with pytest.raises(ValueError, match="dict"):
+        zoo.fit(program, y, method="nuts")
+
+
+def test_cli_list(capsys):
+    from zoo.cli import main
+    assert main(["list"]) == 0
+    assert "carbonetto03.shrinkage_mixture" in capsys.readouterr().out
