@@ -1,0 +1,308 @@
+"""Ross (2003), Multiple Cause Vector Quantization: model ids, the ``variational_em`` method and predictions.
+
+- ``ross03.mcvq`` (options ``n_vqs`` K, ``n_states`` J): thesis Ch. 2.
+- ``ross03.mcvq_supervised`` (K, J): class-conditional state priors b_nkj from labelled cases (Sec. 4.2.2);
+  labels come from a ``MatrixDataset`` or the ``labels=`` option of ``zoo.fit``.
+- ``ross03.mcvq_clustered`` (K, J, ``n_clusters`` N): the unsupervised clustering of Sec. 4.2.1.
+
+Data: a ``zoo.data.Matrix`` (mask True = observed), a ``zoo.data.ross03.MatrixDataset`` or a 2-D array (NaN =
+missing). Missing entries take no part in the E or M steps. sigma is floored at ``sigma_floor`` (default 1% of the
+pooled standard deviation of the observed values) so zero-variance dimensions cannot collapse it to 0.
+
+>>> spec = zoo.model("ross03.mcvq", n_vqs=3, n_states=5)
+>>> fit = zoo.fit(spec, Matrix(X_train), method="variational_em", seed=0, num_chains=4)
+>>> fit.predict(Matrix(X_test)).reconstruction
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from tqdm.auto import tqdm
+
+from zoo.data.containers import Matrix
+from zoo.data.ross03 import MatrixDataset
+from zoo.inference import mcvq_steps as steps
+from zoo.inference.variational_em import EMConfig, EMState, initialize, run_variational_em, temperature_schedule
+from zoo.models.mcvq import default_priors, mcvq_program
+from zoo.priors import require_family
+from zoo.registry import register_method, register_model
+from zoo.results import Fit, to_inference_data
+
+__all__ = ["MCVQPrediction", "MCVQFitState", "predict", "as_matrix", "classify_monte_carlo"]
+
+PAPER = "Ross 2003"
+_KINDS = {"ross03.mcvq": "plain", "ross03.mcvq_supervised": "supervised", "ross03.mcvq_clustered": "clustered"}
+
+
+# --- model building ---------------------------------------------------------------------------------------------
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def _builder(kind: str):
+    def build(n_vqs: int = 3, n_states: int = 5, **extra):
+        K, J = _positive_int(n_vqs, "n_vqs"), _positive_int(n_states, "n_states")
+        options = {"n_vqs": K, "n_states": J}
+        N = 1
+        if kind == "clustered":
+            N = _positive_int(extra.pop("n_clusters", 2), "n_clusters")
+            options["n_clusters"] = N
+        if extra:
+            raise ValueError(f"{sorted(extra)[0]}: unknown option of the {kind} MCVQ model")
+        priors = default_priors(K, J, N)
+        program = functools.partial(mcvq_program, n_classes=N) if kind != "supervised" else mcvq_program
+        return program, options, priors
+    return build
+
+
+register_model("ross03.mcvq", paper=PAPER, title="Multiple Cause Vector Quantization", build=_builder("plain"),
+               data_kind="Matrix", default_method="variational_em", headline=("b",))
+register_model("ross03.mcvq_supervised", paper=PAPER, title="MCVQ with class-conditional state priors (Sec. 4.2.2)",
+               build=_builder("supervised"), data_kind="Matrix", default_method="variational_em", headline=("b",))
+register_model("ross03.mcvq_clustered", paper=PAPER, title="MCVQ clustering of cases (Sec. 4.2.1)",
+               build=_builder("clustered"), data_kind="Matrix", default_method="variational_em",
+               headline=("beta", "b"))
+
+
+# --- data -------------------------------------------------------------------------------------------------------
+def as_matrix(data, name: str = "data") -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(values (C, D) with 0 at missing entries, mask (C, D) float 0/1, labels or None) from a Matrix,
+    MatrixDataset or array (NaN = missing). Every case needs an observed entry."""
+    labels = None
+    if isinstance(data, MatrixDataset):
+        labels, data = data.labels, data.matrix
+    if not isinstance(data, Matrix):
+        try:
+            data = Matrix(np.asarray(data, dtype=np.float64))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name}: expected a zoo.data.Matrix, MatrixDataset or 2-D array ({err})") from None
+    values, mask = data.values, data.mask
+    if values.shape[0] == 0 or values.shape[1] == 0:
+        raise ValueError(f"values: empty matrix of shape {values.shape}")
+    empty_rows = np.flatnonzero(~mask.any(axis=1))
+    if empty_rows.size:
+        raise ValueError(f"mask: case {empty_rows[0]} has no observed entry ({empty_rows.size} such cases)")
+    return values, mask.astype(np.float64), labels
+
+
+def _check_labels(labels, n_cases: int) -> tuple[np.ndarray, int]:
+    if labels is None:
+        raise ValueError("labels: the supervised model needs class labels (a MatrixDataset with labels or "
+                         "zoo.fit(..., labels=y))")
+    lab = np.asarray(labels)
+    if lab.shape != (n_cases,) or not np.issubdtype(lab.dtype, np.integer) or lab.min() < 0:
+        raise ValueError(f"labels: expected ({n_cases},) non-negative integers")
+    n_classes = int(lab.max()) + 1
+    missing = np.setdiff1d(np.arange(n_classes), lab)
+    if missing.size:
+        raise ValueError(f"labels: class {missing[0]} has no training case (classes must be 0..N-1)")
+    return lab.astype(np.int64), n_classes
+
+
+def _concentration(spec, site: str, size: int) -> np.ndarray:
+    """The Dirichlet concentration of ``site`` (shape (size,), all >= 1 so the MAP M-step is interior)."""
+    prior = require_family(spec.priors, site, (dist.Dirichlet,))
+    conc = np.asarray(prior.concentration, dtype=np.float64)
+    if conc.shape != (size,):
+        raise ValueError(f"priors[{site!r}]: expected a Dirichlet over {size} values, got concentration "
+                         f"of shape {conc.shape}")
+    if np.any(conc < 1):
+        raise ValueError(f"priors[{site!r}]: the variational EM's MAP update needs concentrations >= 1, got {conc}")
+    return conc
+
+
+# --- fitting ----------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class MCVQFitState:
+    """What a fit keeps: the final EM states of all restarts (arrays with a leading chain axis), the best restart
+    (lowest final free energy), the settings needed for predictions."""
+    states: EMState
+    best_chain: int
+    kind: str
+    sigma_floor: float
+    monte_carlo_samples: int
+    free_energy: np.ndarray  # (chain, iteration)
+
+    def params(self, chain: int | None = None) -> steps.MCVQParams:
+        c = self.best_chain if chain is None else chain
+        return steps.MCVQParams(*(jnp.asarray(x[c]) for x in self.states.params))
+
+    def g(self, chain: int | None = None) -> jnp.ndarray:
+        return jnp.asarray(self.states.post.g[self.best_chain if chain is None else chain])
+
+
+def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_floor, labels, progress_bar,
+         monte_carlo_samples):
+    kind = _KINDS[spec.id]
+    X, M, data_labels = as_matrix(data)
+    C, D = X.shape
+    K, J = spec.options["n_vqs"], spec.options["n_states"]
+    if K > D:
+        raise ValueError(f"n_vqs: {K} VQs for {D} dimensions (need n_vqs <= D)")
+    empty_cols = np.flatnonzero(M.sum(0) == 0)
+    if empty_cols.size:
+        raise ValueError(f"mask: dimension {empty_cols[0]} has no observed entry ({empty_cols.size} such dimensions)")
+    num_chains = _positive_int(num_chains, "num_chains")
+    max_iter = _positive_int(max_iter, "max_iter")
+    t_start = float(max(1, C - 1)) if t_start is None else float(t_start)
+    anneal_iters = max(1, (3 * max_iter) // 4) if anneal_iters is None else anneal_iters
+    temps = temperature_schedule(max_iter, t_start, int(anneal_iters))
+    observed = X[M > 0]
+    if sigma_floor is None:
+        sigma_floor = max(0.01 * float(observed.std()), 1e-6)
+    if not (np.isfinite(sigma_floor) and sigma_floor > 0):
+        raise ValueError(f"sigma_floor: expected a positive number, got {sigma_floor}")
+    monte_carlo_samples = _positive_int(monte_carlo_samples, "monte_carlo_samples")
+
+    if kind == "supervised":
+        lab, N = _check_labels(data_labels if labels is None else labels, C)
+        z_init = jnp.asarray(np.eye(N)[lab])
+        config = EMConfig(update_classes=False, update_beta=False, with_beta_prior=False)
+        conc_beta = np.ones(N)
+    elif labels is not None:
+        raise ValueError(f"labels: {spec.id} does not take labels (use ross03.mcvq_supervised)")
+    elif kind == "clustered":
+        N = spec.options["n_clusters"]
+        z_init = None
+        config = EMConfig(update_classes=True, update_beta=True, with_beta_prior=True)
+        conc_beta = _concentration(spec, "beta", N)
+    else:
+        N, z_init = 1, None
+        config = EMConfig()
+        conc_beta = np.ones(1)
+    conc = steps.PriorConcentrations(a=jnp.asarray(_concentration(spec, "a", K)),
+                                     b=jnp.asarray(_concentration(spec, "b", J)), beta=jnp.asarray(conc_beta))
+
+    Xj, Mj = jnp.asarray(X), jnp.asarray(M)
+    keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
+    init = jax.vmap(lambda k: initialize(k, Xj, Mj, K, J, N, sigma_floor, z_init=z_init,
+                                         random_class_priors=kind == "clustered"))(keys)
+    with tqdm(total=max_iter, desc=f"{spec.id} variational EM", disable=not progress_bar, leave=False) as bar:
+        final, trace = run_variational_em(init, Xj, Mj, temps, conc, sigma_floor, config, progress=bar.update)
+    best = int(np.nanargmin(trace[:, -1]))
+    state = MCVQFitState(states=jax.tree_util.tree_map(np.asarray, final), best_chain=best, kind=kind,
+                         sigma_floor=sigma_floor, monte_carlo_samples=monte_carlo_samples, free_energy=trace)
+    return _to_fit(spec, data, state, X, M, trace, temps)
+
+
+def _to_fit(spec, data, state: MCVQFitState, X, M, trace, temps) -> Fit:
+    params, post = state.states
+    n_chain = trace.shape[0]
+    hard_ll = np.stack([np.asarray(_exact_loglik(jnp.asarray(X), jnp.asarray(M), state.params(c), state.g(c)))
+                        for c in range(n_chain)])
+    weights = np.asarray(jnp.einsum("xcn,xcnkj->xckj", post.z, post.m))
+    posterior = {"mu": params.mu, "sigma": params.sigma, "g": post.g, "a": params.a, "b": params.b,
+                 "state_proba": weights}
+    dims = {"mu": ["dim", "vq", "state"], "sigma": ["dim", "vq", "state"], "g": ["dim", "vq"], "a": ["dim", "vq"],
+            "b": ["class", "vq", "state"], "state_proba": ["case", "vq", "state"], "x": ["case", "dim"],
+            "free_energy": ["iteration"], "objective": ["iteration"], "temperature": ["iteration"]}
+    if state.kind != "plain":
+        posterior["beta"] = params.beta
+        dims["beta"] = ["class"]
+    if state.kind == "clustered":
+        posterior["cluster_proba"] = post.z
+        dims["cluster_proba"] = ["case", "class"]
+    posterior = {k: np.asarray(v)[:, None] for k, v in posterior.items()}
+    observed = np.where(M > 0, X, np.nan)
+    idata = to_inference_data(
+        posterior,
+        sample_stats={"free_energy": trace[:, None], "objective": -trace[:, None],
+                      "temperature": np.broadcast_to(temps, trace.shape)[:, None]},
+        log_likelihood={"x": hard_ll[:, None]}, observed_data={"x": observed}, dims=dims,
+        attrs={"method": "variational_em", "log_likelihood": "exact log p(x^c | R = argmax g, theta)"})
+    headline = ["b"] if state.kind == "plain" else ["beta", "b"]
+    return Fit(idata=idata, spec=spec, method="variational_em", state=state, headline=headline, predictor=predict,
+               data=data)
+
+
+_VEM_DOC = """Variational EM with annealed inverse temperature (Ross 2003, Sec. 2.3 and 4.2).
+
+    Options: num_chains (restarts, 1), max_iter (40), t_start (first temperature, default C - 1),
+    anneal_iters (iterations over which T falls linearly to 1, default 3/4 of max_iter), sigma_floor (default 1% of
+    the pooled sd), labels (supervised model), monte_carlo_samples (eq. 4.3 classifier, 1000), progress_bar.
+    """
+
+
+def _make_runner(model_id: str):
+    def runner(spec, data, seed=0, num_chains=1, max_iter=40, t_start=None, anneal_iters=None, sigma_floor=None,
+               labels=None, progress_bar=True, monte_carlo_samples=1000, **unknown) -> Fit:
+        if unknown:
+            raise ValueError(f"{sorted(unknown)[0]}: unknown option of variational_em for {model_id}")
+        return _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_floor, labels,
+                    progress_bar, monte_carlo_samples)
+    runner.__doc__ = _VEM_DOC
+    return runner
+
+
+for _mid in _KINDS:
+    register_method(_mid, "variational_em")(_make_runner(_mid))
+
+
+# --- predictions ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class MCVQPrediction:
+    """reconstruction (C, D): sum_kj m g mu at every entry (missing ones too: a prediction); state_proba (C, K, J):
+    m (marginal over classes); vq_ownership (D, K): g; log_likelihood (C,): exact log p(x^c | R = argmax g);
+    class_proba (C, N): supervised, by the variational bound; class_proba_monte_carlo (C, N): eq. 4.3;
+    cluster_proba (C, N): clustered model (z)."""
+    reconstruction: np.ndarray
+    state_proba: np.ndarray
+    vq_ownership: np.ndarray
+    log_likelihood: np.ndarray
+    class_proba: np.ndarray | None = None
+    class_proba_monte_carlo: np.ndarray | None = None
+    cluster_proba: np.ndarray | None = None
+
+
+@jax.jit
+def _infer_cases(X, M, params: steps.MCVQParams, g):
+    """E-step for new cases (exact: m and z depend only on the fixed parameters)."""
+    L = steps.data_term(X, M, g, params.mu, params.sigma)
+    m = steps.e_step_states(L, params.b)
+    z = steps.e_step_classes(L, params.b, params.beta)
+    w = jnp.einsum("cn,cnkj->ckj", z, m)
+    return w, z, steps.reconstruct(w, g, params.mu)
+
+
+@jax.jit
+def _exact_loglik(X, M, params: steps.MCVQParams, g):
+    g_hard = jax.nn.one_hot(jnp.argmax(g, axis=-1), g.shape[-1], dtype=X.dtype)
+    return steps.log_likelihood_given_selection(X, M, params, g_hard)
+
+
+def classify_monte_carlo(fit: Fit, data, n_samples: int = 1000, seed: int = 0, chain: int | None = None):
+    """(C, N) class probabilities by the thesis' Monte Carlo rule (eq. 4.3): P(x, y=n) estimated with
+    ``n_samples`` draws (R, S) from the prior of class n, normalised over n."""
+    X, M, _ = as_matrix(data)
+    state: MCVQFitState = fit.state
+    log_joint = steps.monte_carlo_class_log_joint(jax.random.PRNGKey(seed), jnp.asarray(X), jnp.asarray(M),
+                                                  state.params(chain), _positive_int(n_samples, "n_samples"))
+    return np.asarray(jax.nn.softmax(log_joint, axis=-1))
+
+
+def predict(fit: Fit, data, chain: int | None = None) -> MCVQPrediction:
+    """Predictions for new cases from restart ``chain`` (default: the one with the lowest free energy)."""
+    state: MCVQFitState = fit.state
+    X, M, _ = as_matrix(data)
+    params = state.params(chain)
+    if X.shape[1] != params.mu.shape[0]:
+        raise ValueError(f"values: {X.shape[1]} dimensions, but the model was fitted on {params.mu.shape[0]}")
+    g = state.g(chain)
+    Xj, Mj = jnp.asarray(X), jnp.asarray(M)
+    w, z, recon = _infer_cases(Xj, Mj, params, g)
+    out = dict(reconstruction=np.asarray(recon), state_proba=np.asarray(w), vq_ownership=np.asarray(g),
+               log_likelihood=np.asarray(_exact_loglik(Xj, Mj, params, g)))
+    if state.kind == "supervised":
+        out["class_proba"] = np.asarray(z)
+        out["class_proba_monte_carlo"] = classify_monte_carlo(fit, Matrix(X, M > 0), state.monte_carlo_samples,
+                                                              chain=chain)
+    elif state.kind == "clustered":
+        out["cluster_proba"] = np.asarray(z)
+    return MCVQPrediction(**out)
