@@ -129,6 +129,26 @@ def test_cache_is_reused_and_keyed_by_the_segmentation_parameters(fake_msrc, mon
     assert maps["1_1_s"].shape == (48, 64)
 
 
+def test_counts_form_blobs_and_dense_on_a_fake_copy(fake_msrc):
+    options = dict(segmentation="slic", n_jobs=1, progress=False, test_fraction=1 / 3, form="counts")
+    regions = zoo.load_dataset("msrc_v2", split="test", segmentation="slic", n_jobs=1, progress=False,
+                               test_fraction=1 / 3)
+    blobs = zoo.load_dataset("msrc_v2", split="test", n_visual_words=4, **options)
+    assert blobs.words.shape == (2, 23) and blobs.visual_words.shape == (2, 4)
+    np.testing.assert_array_equal(blobs.region_labels, regions.region_labels)
+    np.testing.assert_array_equal(blobs.visual_words.sum(1), np.bincount(regions.image_ids))  # a token per region
+    np.testing.assert_array_equal(blobs.words, regions.keyword_matrix())
+    dense = zoo.load_dataset("msrc_v2", split="test", visual_words="dense", n_visual_words=8, **options)
+    assert dense.visual_words.shape == (2, 8) and dense.region_visual_words.shape[0] == len(regions.image_ids)
+    # DAISY centres every 8 pixels from 6 to size - 7: rows 6..38 (5) x cols 6..54 (7), each in one region
+    np.testing.assert_array_equal(dense.visual_words.sum(1), 35)
+    np.testing.assert_array_equal(dense.region_visual_words.sum(0), dense.visual_words.sum(0))
+    with pytest.raises(ValueError, match="visual_words"):
+        zoo.load_dataset("msrc_v2", visual_words="sift", **options)
+    with pytest.raises(ValueError, match="dense_params"):
+        zoo.load_dataset("msrc_v2", visual_words="dense", dense_params={"size": 3}, **options)
+
+
 def test_bad_options_and_missing_data_are_clear_errors(fake_msrc, tmp_path, monkeypatch):
     for option, value in (("split", "validation"), ("annotation", "clean"), ("features", "sift"),
                           ("segmentation", "watershed"), ("form", "bags"), ("classes", "msrc20")):

@@ -305,6 +305,8 @@ def load_msrc_v2(segmentation: str = "ncut", features: str = "carbonetto03", ann
         raise ValueError(f"split: expected one of {', '.join(_SPLITS)}, got {split!r}")
     if form not in ("regions", "counts"):
         raise ValueError(f"form: expected 'regions' or 'counts', got {form!r}")
+    if form == "counts" and not standardize:
+        raise ValueError("standardize: form='counts' always quantizes standardized features; leave it True")
     if form == "regions" and visual_word_options:
         raise ValueError(f"{next(iter(visual_word_options))}: not an option of msrc_v2 with form='regions'")
     vocabulary, mapping = _class_mapping(classes)
@@ -317,7 +319,8 @@ def load_msrc_v2(segmentation: str = "ncut", features: str = "carbonetto03", ann
         from zoo.data.visual_words import msrc_counts
         return msrc_counts(table, chosen, train, vocabulary, mapping, features=features,
                            annotation=annotation, min_labelled=min_labelled, segmentation=segmentation,
-                           segmentation_params=segmentation_params, **visual_word_options)
+                           segmentation_params=segmentation_params, n_jobs=n_jobs, progress=progress,
+                           **visual_word_options)
     X, image_ids, keywords, labels = _split_arrays(table, chosen, features, annotation, mapping, vocabulary,
                                                    min_labelled)
     if standardize:
