@@ -201,24 +201,6 @@ def _cache_key(method: str, params: dict, names: list[str]) -> str:
     return f"msrc_v2_{method}_{hashlib.sha1(blob.encode()).hexdigest()[:16]}"
 
 
-def _run_tasks(tasks: list, n_jobs: int | None, progress: bool, desc: str) -> list:
-    """Run ``_describe_image`` over tasks, in ``n_jobs`` spawned processes (1 = in this process), in order."""
-    from tqdm.auto import tqdm
-
-    n_jobs = min(os.cpu_count() or 1, 8) if n_jobs is None else int(n_jobs)
-    if n_jobs < 1:
-        raise ValueError(f"n_jobs: must be at least 1, got {n_jobs}")
-    if n_jobs == 1 or len(tasks) < 4:
-        return [_describe_image(t) for t in tqdm(tasks, desc=desc, disable=not progress)]
-    import concurrent.futures
-    import multiprocessing
-
-    # spawn, not fork: the parent has JAX's thread pools running, which fork would copy in an unknown state
-    with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(tqdm(pool.map(_describe_image, tasks, chunksize=4), total=len(tasks), desc=desc,
-                         disable=not progress))
-
-
 def msrc_region_table(segmentation: str = "ncut", segmentation_params: dict | None = None, *,
                       n_jobs: int | None = None, progress: bool = True, refresh: bool = False) -> dict[str, Any]:
     """Segment and describe all MSRC-v2 images once, with an on-disk cache.
@@ -228,6 +210,7 @@ def msrc_region_table(segmentation: str = "ncut", segmentation_params: dict | No
     ``counts_original`` and ``counts_cleaned`` (R, 24) pixel counts per label value; ``image_counts_original``
     and ``image_counts_cleaned`` (I, 24); ``key`` the cache key. ``refresh=True`` recomputes.
     """
+    from zoo.data.regions import parallel_map
     from zoo.data.regions import segmentation_params as full_params
 
     params = full_params(segmentation, **(segmentation_params or {}))
@@ -243,8 +226,8 @@ def msrc_region_table(segmentation: str = "ncut", segmentation_params: dict | No
         if list(table["names"]) == names:
             table["key"] = key
             return table
-    results = _run_tasks([(name, segmentation, params) for name in names], n_jobs, progress,
-                         f"MSRC-v2 {segmentation}")
+    results = parallel_map(_describe_image, [(name, segmentation, params) for name in names], n_jobs, progress,
+                           f"MSRC-v2 {segmentation}")
     sizes = [len(r["statistics"]) for r in results]
     table = {"names": np.array(names), "image_index": np.repeat(np.arange(len(names)), sizes),
              "statistics": np.concatenate([r["statistics"] for r in results])}

@@ -18,13 +18,14 @@ Images are checked by ``as_rgb_image``: a ``ValueError`` names the problem (gray
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping
 
 import numpy as np
 
 __all__ = ["SEGMENTATIONS", "DEFAULT_SEGMENTATION_PARAMS", "as_rgb_image", "segment_image", "segmentation_params",
            "relabel_consecutive", "superpixel_graph", "normalized_cut_partition", "merge_small_regions",
-           "plot_segmentation"]
+           "plot_segmentation", "parallel_map"]
 
 SEGMENTATIONS = ("ncut", "slic", "felzenszwalb")
 
@@ -272,6 +273,25 @@ def segment_image(image, method: str = "ncut", **params) -> np.ndarray:
         from skimage.segmentation import felzenszwalb
         raw = felzenszwalb(rgb, scale=p["scale"], sigma=p["sigma"], min_size=min_pixels, channel_axis=-1)
     return merge_small_regions(raw, min_pixels)
+
+
+def parallel_map(fn, tasks: list, n_jobs: int | None = None, progress: bool = True, desc: str = "") -> list:
+    """``[fn(t) for t in tasks]`` in ``n_jobs`` spawned processes (None: all cores, at most 8; 1: in this
+    process), in order, with a tqdm progress bar. ``fn`` must be a module-level function (picklable)."""
+    from tqdm.auto import tqdm
+
+    n_jobs = min(os.cpu_count() or 1, 8) if n_jobs is None else n_jobs
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
+        raise ValueError(f"n_jobs: expected a positive int or None, got {n_jobs!r}")
+    if n_jobs == 1 or len(tasks) < 4:
+        return [fn(t) for t in tqdm(tasks, desc=desc, disable=not progress)]
+    import concurrent.futures
+    import multiprocessing
+
+    # spawn, not fork: the parent has JAX's thread pools running, which fork would copy in an unknown state
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(int(n_jobs), mp_context=context) as pool:
+        return list(tqdm(pool.map(fn, tasks, chunksize=4), total=len(tasks), desc=desc, disable=not progress))
 
 
 def plot_segmentation(image, region_map, region_labels=None, vocabulary=None, ax=None, title: str | None = None):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 
 import numpy as np
 
@@ -169,9 +168,8 @@ def _dense_worker(task):
 def _dense_region_counts(table, segmentation, segmentation_params, train, params, n_visual_words, seed,
                          n_jobs, progress):
     """(R_all, V) dense visual-word counts of every region of the table, codebook from ``train``; cached."""
-    from tqdm.auto import tqdm
-
     from zoo.data.msrc import cache_dir, msrc_region_maps
+    from zoo.data.regions import parallel_map
 
     blob = json.dumps({"v": _DENSE_VERSION, "table": str(table["key"]), "params": params, "V": n_visual_words,
                        "seed": seed, "train": hashlib.sha1("\n".join(train).encode()).hexdigest()}, sort_keys=True)
@@ -182,15 +180,7 @@ def _dense_region_counts(table, segmentation, segmentation_params, train, params
     names = [str(n) for n in table["names"]]
     maps = msrc_region_maps(segmentation, segmentation_params, progress=progress)
     tasks = [(n, maps[n], params) for n in names]
-    n_jobs = min(os.cpu_count() or 1, 8) if n_jobs is None else int(n_jobs)
-    if n_jobs > 1:
-        import concurrent.futures
-        import multiprocessing
-        with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
-            results = list(tqdm(ex.map(_dense_worker, tasks, chunksize=4), total=len(tasks),
-                                desc="MSRC-v2 dense descriptors", disable=not progress))
-    else:
-        results = [_dense_worker(t) for t in tqdm(tasks, desc="MSRC-v2 dense descriptors", disable=not progress)]
+    results = parallel_map(_dense_worker, tasks, n_jobs, progress, "MSRC-v2 dense descriptors")
     rng = np.random.default_rng(seed)
     train_set = set(train)
     sample = np.concatenate([r[2][rng.choice(len(r[2]), min(len(r[2]), 100), replace=False)]

@@ -4,3 +4,4 @@ Imported by ``zoo.catalog.ensure_loaded`` (which ``zoo.load_dataset`` calls), so
 decorators of ``zoo.data.msrc`` and ``zoo.data.photos`` run. Both modules import scikit-image lazily.
 """
 import zoo.data.msrc  # noqa: F401
+import zoo.data.photos  # noqa: F401
