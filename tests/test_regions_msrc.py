@@ -149,6 +149,18 @@ def test_counts_form_blobs_and_dense_on_a_fake_copy(fake_msrc):
         zoo.load_dataset("msrc_v2", visual_words="dense", dense_params={"size": 3}, **options)
 
 
+def test_reproduce_regions_fast_on_a_fake_copy(fake_msrc, tmp_path, capsys):
+    from zoo.experiments.regions import reproduce
+
+    out = tmp_path / "report"
+    out.mkdir()
+    reproduce(out, fast=True, n_jobs=1)
+    printed = capsys.readouterr().out
+    assert "using the fast SLIC segmentation" in printed and "word-frequency prior" in printed
+    assert {p.name for p in out.iterdir()} == {"baselines.md", "baselines.csv", "msrc_regions.png"}
+    assert len((out / "baselines.csv").read_text().splitlines()) == 1 + 4
+
+
 def test_bad_options_and_missing_data_are_clear_errors(fake_msrc, tmp_path, monkeypatch):
     for option, value in (("split", "validation"), ("annotation", "clean"), ("features", "sift"),
                           ("segmentation", "watershed"), ("form", "bags"), ("classes", "msrc20")):

@@ -32,7 +32,8 @@ from zoo.data.location import dataset_path, register_loader
 
 __all__ = ["MSRC_FOLDER", "MSRC_CLASSES", "MSRC21_DROPPED", "cache_dir", "msrc_image_names", "msrc_split",
            "read_msrc_image", "read_msrc_label_map", "region_class_counts", "region_labels_from_counts",
-           "keywords_from_label_map", "msrc_region_table", "msrc_region_maps", "load_msrc_v2"]
+           "keywords_from_label_map", "msrc_region_table", "msrc_region_maps", "load_msrc_v2",
+           "plot_msrc_image"]
 
 MSRC_FOLDER = "msrc_v2"
 MSRC_CLASSES = ("building", "grass", "tree", "cow", "horse", "sheep", "sky", "mountain", "aeroplane", "water",
@@ -339,3 +340,19 @@ def _standardize_with_train(table, X, train, features):
     index = {str(n): i for i, n in enumerate(table["names"])}
     train_rows = np.isin(table["image_index"], [index[n] for n in train])
     return standardize(X, fit_standardizer(select_features(table["statistics"][train_rows], features)))
+
+
+def plot_msrc_image(name: str, segmentation: str = "ncut", annotation: str = "original", *, classes: str = "all",
+                    min_labelled: float = 0.5, segmentation_params: dict | None = None, ax=None):
+    """Figure of one MSRC-v2 photograph: its segmentation with each region's ground-truth label ("-": unlabelled).
+
+    Uses the cached region maps (``msrc_region_table``). Returns the matplotlib Axes.
+    """
+    from zoo.data.regions import plot_segmentation
+
+    vocabulary, mapping = _class_mapping(classes)
+    region_map = msrc_region_maps(segmentation, segmentation_params, names=[name])[name]
+    counts = region_class_counts(region_map, read_msrc_label_map(name, annotation))
+    labels = region_labels_from_counts(counts, mapping, min_labelled)
+    return plot_segmentation(read_msrc_image(name), region_map, labels, vocabulary, ax=ax,
+                             title=f"{name} ({segmentation}, {annotation})")

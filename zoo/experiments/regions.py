@@ -1,0 +1,186 @@
+"""Baselines on the real annotated-region data (issue 7): the numbers every region-word model has to beat.
+
+``zoo reproduce regions [--fast]``. On the MSRC-v2 test split, per-region accuracy (share of labelled regions whose
+predicted word is their true label) of:
+
+- chance: a keyword of the image drawn uniformly (expected accuracy);
+- word-frequency prior: the image's keyword that is most frequent in the training captions (with captions), or
+  the most frequent training word (without) -- the "empirical word frequency" baseline of Carbonetto et al. 2003;
+- co-occurrence (Mori, Takahashi & Oka 1999): blob tokens (k-means of training region features), p(w | token)
+  from counting each training region's token against each keyword of its image (weight 1/|keywords|);
+- supervised upper bound: multinomial logistic regression (scikit-learn) trained on the true region labels of the
+  training images -- the labels the weakly supervised models never see.
+
+"with captions" restricts each region's prediction to its image's keywords (the region-labelling task of
+Carbonetto et al. 2003 and Gustafson et al. 2007); "free" predicts from the whole vocabulary (annotation of new
+images, Yakhnenko & Honavar). "per image" averages the with-captions accuracy over the regions of an image first,
+then over images (Carbonetto et al. 2003, Sec. 5.3).
+"""
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+
+__all__ = ["word_prior_scores", "cooccurrence_scores", "supervised_scores", "region_accuracy", "baseline_table",
+           "reproduce"]
+
+
+def word_prior_scores(train, test) -> np.ndarray:
+    """(R_test, W) scores: the training caption frequency of each word, the same for every region."""
+    frequency = train.keyword_matrix().mean(axis=0)
+    return np.tile(frequency, (test.X.shape[0], 1))
+
+
+def cooccurrence_scores(train, test, n_visual_words: int = 64, seed: int = 0) -> np.ndarray:
+    """(R_test, W) p(w | blob token of the region), from token-keyword co-occurrence in the training images."""
+    from zoo.data.visual_words import blob_tokens
+
+    _, tokens = blob_tokens(train.X, np.concatenate([train.X, test.X]), n_visual_words, seed)
+    train_tokens, test_tokens = tokens[:train.X.shape[0]], tokens[train.X.shape[0]:]
+    keywords = train.keyword_matrix().astype(np.float64)
+    keywords /= keywords.sum(axis=1, keepdims=True)
+    table = np.zeros((n_visual_words, keywords.shape[1]))
+    np.add.at(table, train_tokens, keywords[train.image_ids])
+    table += 1e-3  # a token unseen in training falls back to (almost) uniform
+    table /= table.sum(axis=1, keepdims=True)
+    return table[test_tokens]
+
+
+def supervised_scores(train, test, C: float = 1.0, seed: int = 0) -> np.ndarray:
+    """(R_test, W) class probabilities of a logistic regression fit to the training regions' true labels."""
+    from sklearn.linear_model import LogisticRegression  # extras dependency: imported only here
+
+    labelled = train.region_labels >= 0
+    model = LogisticRegression(C=C, max_iter=2000, random_state=seed)
+    model.fit(train.X[labelled], train.region_labels[labelled])
+    scores = np.zeros((test.X.shape[0], len(test.vocabulary)))
+    scores[:, model.classes_] = model.predict_proba(test.X)
+    return scores
+
+
+def region_accuracy(scores: np.ndarray, regions, with_captions: bool = True) -> dict[str, float]:
+    """Accuracy over labelled regions of argmax predictions; ``with_captions`` restricts them to image keywords.
+
+    Returns {"accuracy": share of labelled regions, "per_image": mean over images of the per-image share}.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    if with_captions:
+        allowed = regions.keyword_matrix()[regions.image_ids].astype(bool)
+        scores = np.where(allowed, scores, -np.inf)
+    predicted = scores.argmax(axis=1)
+    labelled = regions.region_labels >= 0
+    correct = (predicted == regions.region_labels)[labelled]
+    images = regions.image_ids[labelled]
+    per_image = np.bincount(images, correct) / np.maximum(np.bincount(images), 1)
+    return {"accuracy": float(correct.mean()), "per_image": float(per_image[np.unique(images)].mean())}
+
+
+def _chance(regions) -> dict[str, float]:
+    sizes = regions.keyword_matrix().sum(axis=1)[regions.image_ids]
+    labelled = regions.region_labels >= 0
+    expected = 1.0 / sizes[labelled]
+    images = regions.image_ids[labelled]
+    per_image = np.bincount(images, expected) / np.maximum(np.bincount(images), 1)
+    return {"accuracy": float(expected.mean()), "per_image": float(per_image[np.unique(images)].mean()),
+            "free": 1.0 / len(regions.vocabulary)}
+
+
+def baseline_table(train, test, *, n_visual_words: int = 64, seed: int = 0) -> list[dict]:
+    """Rows {method, with_captions, per_image, free} of the four baselines on one train/test pair.
+
+    The number of blob tokens is capped at a quarter of the training regions (tiny data sets)."""
+    n_visual_words = max(1, min(n_visual_words, train.X.shape[0] // 4))
+    rows = [{"method": "chance", **_chance(test)}]
+    rows[0]["with_captions"] = rows[0].pop("accuracy")
+    methods = [("word-frequency prior", lambda: word_prior_scores(train, test)),
+               ("co-occurrence (blob tokens)", lambda: cooccurrence_scores(train, test, n_visual_words, seed)),
+               ("supervised logistic regression (upper bound)", lambda: supervised_scores(train, test, seed=seed))]
+    for name, make in methods:
+        try:
+            scores = make()
+        except ImportError:
+            rows.append({"method": name + " [needs scikit-learn]", "with_captions": np.nan, "per_image": np.nan,
+                         "free": np.nan})
+            continue
+        captioned = region_accuracy(scores, test, with_captions=True)
+        rows.append({"method": name, "with_captions": captioned["accuracy"], "per_image": captioned["per_image"],
+                     "free": region_accuracy(scores, test, with_captions=False)["accuracy"]})
+    return rows
+
+
+def _format(setting: str, rows: list[dict], n_train: int, n_test: int) -> str:
+    lines = [f"{setting}: {n_train} training / {n_test} labelled test regions",
+             f"  {'method':<46} {'with captions':>13} {'per image':>9} {'free':>6}"]
+    for r in rows:
+        lines.append(f"  {r['method']:<46} {r['with_captions']:>13.3f} {r['per_image']:>9.3f} {r['free']:>6.3f}")
+    return "\n".join(lines)
+
+
+def _settings(fast: bool, ncut_cached: bool) -> list[tuple[str, str, str]]:
+    if fast:
+        return [("ncut" if ncut_cached else "slic", "original", "carbonetto03")]
+    return [(seg, ann, feat) for seg in ("ncut", "slic", "felzenszwalb") for ann in ("original", "cleaned")
+            for feat in ("carbonetto03", "gustafson07", "kueck04")]
+
+
+def _is_cached(segmentation: str) -> bool:
+    from zoo.data import msrc
+    from zoo.data.regions import segmentation_params
+
+    key = msrc._cache_key(segmentation, segmentation_params(segmentation), msrc.msrc_image_names())
+    return (msrc.cache_dir() / f"{key}.npz").exists()
+
+
+def reproduce(out_dir: pathlib.Path, fast: bool = False, n_jobs: int = 2) -> None:
+    """Print and write (baselines.md, baselines.csv, msrc_regions.png) the baseline table on MSRC-v2.
+
+    ``n_jobs`` processes segment the images when the segmentation is not cached yet."""
+    import zoo
+    from zoo.data import msrc
+
+    out_dir = pathlib.Path(out_dir)
+    try:
+        msrc._msrc_root()
+    except FileNotFoundError as err:
+        message = f"regions: skipped, the MSRC-v2 data are not available ({err})"
+        print(message)
+        (out_dir / "SKIPPED.txt").write_text(message + "\n")
+        return
+    ncut_cached = _is_cached("ncut")
+    if fast and not ncut_cached:
+        print("regions --fast: Normalized Cuts not cached yet; using the fast SLIC segmentation "
+              "(run `zoo reproduce regions` once to cache Normalized Cuts)")
+    blocks, csv = [], ["segmentation,annotation,features,method,with_captions,per_image,free"]
+    for segmentation, annotation, features in _settings(fast, ncut_cached):
+        options = dict(segmentation=segmentation, annotation=annotation, features=features, n_jobs=n_jobs)
+        train = zoo.load_dataset("msrc_v2", split="train", **options)
+        test = zoo.load_dataset("msrc_v2", split="test", **options)
+        rows = baseline_table(train, test)
+        setting = f"MSRC-v2 test split, {segmentation}, {annotation} labels, {features} features"
+        blocks.append(_format(setting, rows, train.X.shape[0], int((test.region_labels >= 0).sum())))
+        print(blocks[-1])
+        csv += [f"{segmentation},{annotation},{features},{r['method']},{r['with_captions']:.4f},"
+                f"{r['per_image']:.4f},{r['free']:.4f}" for r in rows]
+    (out_dir / "baselines.md").write_text("# Region-labelling baselines (issue 7)\n\n```\n" + "\n\n".join(blocks)
+                                          + "\n```\n")
+    (out_dir / "baselines.csv").write_text("\n".join(csv) + "\n")
+    _figure(out_dir / "msrc_regions.png", _settings(fast, ncut_cached)[0][0])
+    print(f"tables and figure written to {out_dir}")
+
+
+def _figure(path: pathlib.Path, segmentation: str) -> None:
+    """Six test photographs with their segmentation and region ground truth."""
+    import matplotlib.pyplot as plt
+
+    from zoo.data.msrc import msrc_image_names, msrc_split, plot_msrc_image
+
+    _, test = msrc_split(msrc_image_names())
+    names = [test[i] for i in np.linspace(0, len(test) - 1, 6).astype(int)]
+    fig, axes = plt.subplots(2, 3)
+    fig.set_size_inches(12, 6)
+    for name, ax in zip(names, axes.ravel()):
+        plot_msrc_image(name, segmentation, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
