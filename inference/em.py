@@ -216,32 +216,34 @@ def run_em(X: jnp.ndarray, init: Params, hyper: Hyper, allowed: jnp.ndarray, con
     """Iterate E and M steps until the relative objective change is below ``tol`` or ``max_iter``.
 
     X (N, D) centred data; allowed (N, C) bool (all True for a plain mixture). The objective trace has
-    ``max_iter + 1`` entries (entry 0 is the initial value); entries after ``n_iter`` repeat the final value.
+    ``max_iter + 1`` entries (entry t is the objective of the parameters after t iterations); entries after
+    ``n_iter`` repeat the final value. One pass over the data per iteration: the E-step of iteration t also
+    yields the log likelihood of the parameters it starts from.
     """
-
-    def objective(params):
-        return log_posterior(X, params, hyper, allowed, config)
+    prior = (lambda p: _log_prior(p, hyper, config)) if config.use_prior else (lambda p: 0.0)
 
     def body(carry):
         params, trace, it, _ = carry
-        resp, _ = e_step(X, params, allowed, config)
-        stats = collect_suff_stats(X, resp, config.diagonal)
-        new = m_step(stats, params, hyper, config)
-        value = objective(new)
-        prev = trace[it]
-        converged = jnp.abs(value - prev) <= tol * jnp.maximum(jnp.abs(prev), 1.0)
-        trace = trace.at[it + 1].set(value)
-        return new, trace, it + 1, converged
+        resp, loglik = e_step(X, params, allowed, config)  # loglik of params = iterate ``it``
+        value = loglik + prior(params)
+        trace = trace.at[it].set(value)
+        converged = (it > 0) & (jnp.abs(value - trace[it - 1]) <= tol * jnp.maximum(jnp.abs(value), 1.0))
+        new = m_step(collect_suff_stats(X, resp, config.diagonal), params, hyper, config)
+        # on convergence keep the evaluated iterate, so params and trace[n_iter] describe the same point
+        params = jax.tree_util.tree_map(lambda a, b: jnp.where(converged, a, b), params, new)
+        return params, trace, it + jnp.where(converged, 0, 1), converged
 
     def cond(carry):
         _, _, it, converged = carry
         return (it < max_iter) & ~converged
 
-    first = objective(init)
-    trace0 = jnp.full((max_iter + 1,), first)
-    params, trace, n_iter, converged = jax.lax.while_loop(cond, body, (init, trace0, jnp.asarray(0), jnp.asarray(False)))
+    trace0 = jnp.zeros((max_iter + 1,), X.dtype)
+    params, trace, n_iter, converged = jax.lax.while_loop(
+        cond, body, (init, trace0, jnp.asarray(0), jnp.asarray(False)))
+    final = jnp.where(converged, trace[n_iter], log_posterior(X, params, hyper, allowed, config))
+    trace = trace.at[n_iter].set(final)
     idx = jnp.arange(max_iter + 1)
-    trace = jnp.where(idx <= n_iter, trace, trace[n_iter])
+    trace = jnp.where(idx <= n_iter, trace, final)
     return EMResult(params, trace, n_iter, converged)
 
 
