@@ -34,7 +34,7 @@ SEGMENTATIONS = ("ncut", "slic", "felzenszwalb")
 DEFAULT_SEGMENTATION_PARAMS: dict[str, dict[str, Any]] = {
     "ncut": {"n_superpixels": 300, "compactness": 10.0, "sigma": 10.0, "thresh": 0.12, "min_size": 0.004,
              "max_regions": 25},
-    "slic": {"n_segments": 14, "compactness": 10.0, "min_size": 0.004},
+    "slic": {"n_segments": 20, "compactness": 10.0, "min_size": 0.004},
     "felzenszwalb": {"scale": 400.0, "sigma": 0.8, "min_size": 0.01},
 }
 
@@ -278,7 +278,7 @@ def segment_image(image, method: str = "ncut", **params) -> np.ndarray:
 def parallel_map(fn, tasks: list, n_jobs: int | None = None, progress: bool = True, desc: str = "") -> list:
     """``[fn(t) for t in tasks]`` in ``n_jobs`` spawned processes (None: all cores, at most 8; 1: in this
     process), in order, with a tqdm progress bar. ``fn`` must be a module-level function (picklable)."""
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     n_jobs = min(os.cpu_count() or 1, 8) if n_jobs is None else n_jobs
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
