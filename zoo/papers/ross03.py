@@ -224,14 +224,14 @@ def _to_fit(spec, data, state: MCVQFitState, X, M, trace, temps) -> Fit:
 
 _VEM_DOC = """Variational EM with annealed inverse temperature (Ross 2003, Sec. 2.3 and 4.2).
 
-    Options: num_chains (restarts, 1), max_iter (40), t_start (first temperature, default C - 1),
+    Options: num_chains (restarts, 4: local optima are common; predictions use the lowest free energy), max_iter (40), t_start (first temperature, default C - 1),
     anneal_iters (iterations over which T falls linearly to 1, default 3/4 of max_iter), sigma_floor (default 1% of
     the pooled sd), labels (supervised model), monte_carlo_samples (eq. 4.3 classifier, 1000), progress_bar.
     """
 
 
 def _make_runner(model_id: str):
-    def runner(spec, data, seed=0, num_chains=1, max_iter=40, t_start=None, anneal_iters=None, sigma_floor=None,
+    def runner(spec, data, seed=0, num_chains=4, max_iter=40, t_start=None, anneal_iters=None, sigma_floor=None,
                labels=None, progress_bar=True, monte_carlo_samples=1000, **unknown) -> Fit:
         if unknown:
             raise ValueError(f"{sorted(unknown)[0]}: unknown option of variational_em for {model_id}")
