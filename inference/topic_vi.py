@@ -1,0 +1,294 @@
+"""Mean-field coordinate-ascent VI for multi-modal LDA on count data (Yakhnenko & Honavar, Sec. 2.6).
+
+The model (one document = one image with M modalities, e.g. caption words and visual words):
+    pi_i ~ Dir(a)                       a: (K,) prior concentration (alpha_1..alpha_K, or alpha_pi * beta in the HDP)
+    phi^m_k ~ Dir(eta_m)                for each modality m and factor k
+    z_ij ~ Mult(pi_i), x_ij ~ Mult(phi^m_{z_ij})   for every token j of modality m in document i
+Variational family q(pi_i) = Dir(gamma_i), q(phi^m_k) = Dir(lambda^m_k), q(z_ij) = Mult(r_ij).  Tokens of the same
+type in the same document share the same optimal responsibilities, so everything runs on sparse counts
+(doc, term, count) triples and the responsibilities are never stored: the E-step returns only their sufficient
+statistics (expected counts) and the entropy of q(z).
+
+Every coordinate step below is the exact maximizer of the ELBO in its block, so the ELBO, recorded once per
+iteration, cannot decrease.  Shapes: I documents, K factors, V_m terms of modality m, nnz_m non-zero counts.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import digamma, gammaln, logsumexp
+
+__all__ = ["SparseCounts", "sparse_counts", "TopicVIState", "SuffStats", "dirichlet_expected_log", "e_step",
+           "update_gamma", "update_lambda", "elbo", "elbo_explicit", "local_step", "cavi_iteration",
+           "init_state", "infer_doc_topics", "token_topic_counts", "log_multinomial_coefficient",
+           "run_chunked", "fit_mean_field"]
+
+
+class SparseCounts(NamedTuple):
+    """Non-zero entries of a (I, V) count matrix: doc (nnz,) int, term (nnz,) int, count (nnz,) float."""
+
+    doc: jnp.ndarray
+    term: jnp.ndarray
+    count: jnp.ndarray
+
+
+def sparse_counts(dense: np.ndarray) -> SparseCounts:
+    """COO triples of a dense (I, V) count matrix (numpy in, jax arrays out)."""
+    dense = np.asarray(dense, dtype=np.float64)
+    doc, term = np.nonzero(dense)
+    return SparseCounts(jnp.asarray(doc, dtype=jnp.int32), jnp.asarray(term, dtype=jnp.int32),
+                        jnp.asarray(dense[doc, term]))
+
+
+class SuffStats(NamedTuple):
+    """What one E-step leaves behind (the responsibilities r themselves are not kept).
+
+    doc_topic: (I, K) expected factor counts per document, C_t(i) + C_s(i) of Sec. 2.6.1;
+    term_topic: tuple over modalities of (K, V_m) expected counts C^m(z, .);
+    entropy: scalar, -sum_ij r_ij log r_ij (weighted by counts).
+    """
+
+    doc_topic: jnp.ndarray
+    term_topic: tuple
+    entropy: jnp.ndarray
+
+
+class TopicVIState(NamedTuple):
+    """Variational parameters: gamma (I, K) of q(pi); lambdas, tuple of (K, V_m) of q(phi^m); stats of the last
+    E-step (consistent with gamma: gamma = a + stats.doc_topic after every local step)."""
+
+    gamma: jnp.ndarray
+    lambdas: tuple
+    stats: SuffStats
+
+
+def dirichlet_expected_log(conc: jnp.ndarray) -> jnp.ndarray:
+    """E_q[log theta] under Dir(conc) along the last axis: digamma(c) - digamma(sum c) (Sec. 2.6.2)."""
+    return digamma(conc) - digamma(jnp.sum(conc, axis=-1, keepdims=True))
+
+
+def _dirichlet_log_norm(conc: jnp.ndarray) -> jnp.ndarray:
+    """log Gamma(sum c) - sum log Gamma(c) along the last axis."""
+    return gammaln(jnp.sum(conc, axis=-1)) - jnp.sum(gammaln(conc), axis=-1)
+
+
+def e_step(log_pi: jnp.ndarray, log_phis: Sequence[jnp.ndarray], modalities: Sequence[SparseCounts]) -> SuffStats:
+    """Optimal q(t), q(s) given E log pi (I, K) and E log phi^m (K, V_m) (Sec. 2.6.2):
+    r_ijk ∝ exp(E log pi_ik + E log phi^m_k,x_ij).  Returns the expected counts and the entropy of q."""
+    n_docs, n_topics = log_pi.shape
+    doc_topic = jnp.zeros((n_docs, n_topics))
+    term_topic, entropy = [], 0.0
+    for log_phi, data in zip(log_phis, modalities):
+        logits = log_pi[data.doc] + log_phi.T[data.term]                     # (nnz, K)
+        log_norm = logsumexp(logits, axis=1)                                 # (nnz,)
+        resp = jnp.exp(logits - log_norm[:, None])
+        weighted = data.count[:, None] * resp
+        doc_topic = doc_topic + jax.ops.segment_sum(weighted, data.doc, num_segments=n_docs)
+        term_topic.append(jax.ops.segment_sum(weighted, data.term, num_segments=log_phi.shape[1]).T)
+        # -sum n r log r = sum n logZ - sum n r logits   (r sums to one over k)
+        entropy = entropy + jnp.sum(data.count * log_norm) - jnp.sum(weighted * logits)
+    return SuffStats(doc_topic, tuple(term_topic), jnp.asarray(entropy))
+
+
+def update_gamma(prior_concentration: jnp.ndarray, stats: SuffStats) -> jnp.ndarray:
+    """q(pi_i) = Dir(a + C_t(i) + C_s(i))  (Sec. 2.6.1)."""
+    return prior_concentration[None, :] + stats.doc_topic
+
+
+def update_lambda(etas: Sequence[jnp.ndarray], stats: SuffStats) -> tuple:
+    """q(phi^m_z) = Dir(eta_m + C^m(z, .))  (Sec. 2.6.1)."""
+    return tuple(eta[None, :] + c for eta, c in zip(etas, stats.term_topic))
+
+
+def elbo(state: TopicVIState, prior_concentration: jnp.ndarray, etas: Sequence[jnp.ndarray],
+         log_coefficient: jnp.ndarray | float = 0.0) -> jnp.ndarray:
+    """The evidence lower bound at ``state``, with q(z) the responsibilities of the last E-step.
+
+    ELBO = sum_i E[log Dir(pi_i; a)] - E[log q(pi_i)] + sum_m,k E[log Dir(phi^m_k; eta_m)] - E[log q(phi^m_k)]
+           + sum_ik C_ik E log pi_ik + sum_m,k,v C^m_kv E log phi^m_kv + H[q(z)] + log multinomial coefficients.
+    """
+    log_pi = dirichlet_expected_log(state.gamma)
+    value = jnp.sum(_dirichlet_log_norm(prior_concentration) + (log_pi * (prior_concentration - 1.0)).sum(-1))
+    value -= jnp.sum(_dirichlet_log_norm(state.gamma) + ((state.gamma - 1.0) * log_pi).sum(-1))
+    value += jnp.sum(state.stats.doc_topic * log_pi)
+    for lam, eta, counts in zip(state.lambdas, etas, state.stats.term_topic):
+        log_phi = dirichlet_expected_log(lam)
+        value += jnp.sum(_dirichlet_log_norm(eta) + (log_phi * (eta - 1.0)).sum(-1))
+        value -= jnp.sum(_dirichlet_log_norm(lam) + ((lam - 1.0) * log_phi).sum(-1))
+        value += jnp.sum(counts * log_phi)
+    return value + state.stats.entropy + log_coefficient
+
+
+def elbo_explicit(gamma: jnp.ndarray, lambdas: Sequence[jnp.ndarray], responsibilities: Sequence[jnp.ndarray],
+                  dense_counts: Sequence[jnp.ndarray], prior_concentration: jnp.ndarray,
+                  etas: Sequence[jnp.ndarray]) -> jnp.ndarray:
+    """The same ELBO with explicit responsibilities r^m (I, V_m, K) and dense counts (I, V_m) (reference for tests
+    and for generic optimizers; no multinomial coefficient)."""
+    log_pi = dirichlet_expected_log(gamma)
+    value = jnp.sum(_dirichlet_log_norm(prior_concentration) + (log_pi * (prior_concentration - 1.0)).sum(-1))
+    value -= jnp.sum(_dirichlet_log_norm(gamma) + ((gamma - 1.0) * log_pi).sum(-1))
+    for lam, eta, resp, counts in zip(lambdas, etas, responsibilities, dense_counts):
+        log_phi = dirichlet_expected_log(lam)
+        value += jnp.sum(_dirichlet_log_norm(eta) + (log_phi * (eta - 1.0)).sum(-1))
+        value -= jnp.sum(_dirichlet_log_norm(lam) + ((lam - 1.0) * log_phi).sum(-1))
+        expected_joint = log_pi[:, None, :] + log_phi.T[None, :, :]              # (I, V, K)
+        safe_log_r = jnp.log(jnp.where(resp > 0, resp, 1.0))
+        value += jnp.sum(counts[:, :, None] * resp * (expected_joint - safe_log_r))
+    return value
+
+
+def log_multinomial_coefficient(dense_modalities: Sequence[np.ndarray]) -> float:
+    """sum_i log (N_i! / prod_v n_iv!) over modalities (numpy): makes the ELBO a bound on the program's evidence."""
+    from scipy.special import gammaln as np_gammaln
+    total = 0.0
+    for counts in dense_modalities:
+        counts = np.asarray(counts, dtype=np.float64)
+        total += np.sum(np_gammaln(counts.sum(axis=1) + 1.0)) - np.sum(np_gammaln(counts + 1.0))
+    return float(total)
+
+
+def local_step(gamma: jnp.ndarray, log_phis: Sequence[jnp.ndarray], modalities: Sequence[SparseCounts],
+               prior_concentration: jnp.ndarray) -> tuple[jnp.ndarray, SuffStats]:
+    """One E-step for q(t), q(s) then the q(pi) update: the document-level block of coordinate ascent."""
+    stats = e_step(dirichlet_expected_log(gamma), log_phis, modalities)
+    return update_gamma(prior_concentration, stats), stats
+
+
+def cavi_iteration(state: TopicVIState, modalities: Sequence[SparseCounts], prior_concentration: jnp.ndarray,
+                   etas: Sequence[jnp.ndarray], local_steps: int) -> TopicVIState:
+    """One pass: ``local_steps`` alternations of (q(t), q(s)) and q(pi), then q(phi).  Each step is an exact
+    block maximizer of the ELBO, hence the ELBO is non-decreasing."""
+    log_phis = tuple(dirichlet_expected_log(lam) for lam in state.lambdas)
+
+    def body(carry, _):
+        gamma, _stats = carry
+        return local_step(gamma, log_phis, modalities, prior_concentration), None
+
+    (gamma, stats), _ = jax.lax.scan(body, (state.gamma, state.stats), None, length=local_steps)
+    return TopicVIState(gamma=gamma, lambdas=update_lambda(etas, stats), stats=stats)
+
+
+def init_state(key: jax.Array, dense_modalities: Sequence[jnp.ndarray], n_topics: int,
+               prior_concentration: jnp.ndarray, etas: Sequence[jnp.ndarray],
+               seed_docs_per_factor: int = 2) -> TopicVIState:
+    """Initialization of Sec. 3.2.2: each factor gets the counts of a few randomly chosen images (all modalities),
+    which avoids the symmetric fixed point where all factors are equally likely.  gamma starts uniform."""
+    n_docs = dense_modalities[0].shape[0]
+    key_docs, key_jitter = jax.random.split(key)
+    n_seed = min(n_docs, n_topics * seed_docs_per_factor)
+    chosen = jax.random.permutation(key_docs, n_docs)[:n_seed]
+    owner = jnp.arange(n_seed) % n_topics                                   # factor each seed image goes to
+    lambdas = []
+    for m, (dense, eta) in enumerate(zip(dense_modalities, etas)):
+        seeded = jax.ops.segment_sum(dense[chosen], owner, num_segments=n_topics)
+        jitter = 0.01 * jax.random.uniform(jax.random.fold_in(key_jitter, m), seeded.shape)
+        lambdas.append(eta[None, :] + seeded + jitter)
+    doc_total = sum(d.sum(axis=1) for d in dense_modalities)
+    gamma = prior_concentration[None, :] + doc_total[:, None] / n_topics
+    # exact dtypes (no weak types) so that a chunk's output state has the type of its input: no recompilation
+    stats = SuffStats(jnp.zeros((n_docs, n_topics), dtype=gamma.dtype),
+                      tuple(jnp.zeros(lam.shape, dtype=lam.dtype) for lam in lambdas),
+                      jnp.zeros((), dtype=gamma.dtype))
+    return TopicVIState(gamma=gamma, lambdas=tuple(lambdas), stats=stats)
+
+
+def infer_doc_topics(log_phis: Sequence[jnp.ndarray], modalities: Sequence[SparseCounts], n_docs: int,
+                     prior_concentration: jnp.ndarray, num_steps: int = 100) -> tuple[jnp.ndarray, SuffStats]:
+    """Test-time inference: q(pi_i) for new documents with the factors fixed (only the modalities given)."""
+    n_topics = prior_concentration.shape[0]
+    doc_total = jnp.zeros(n_docs)
+    for data in modalities:
+        doc_total = doc_total + jax.ops.segment_sum(data.count, data.doc, num_segments=n_docs)
+    gamma0 = prior_concentration[None, :] + doc_total[:, None] / n_topics
+
+    def body(gamma, _):
+        gamma_new, _stats = local_step(gamma, log_phis, modalities, prior_concentration)
+        return gamma_new, None
+
+    gamma, _ = jax.lax.scan(body, gamma0, None, length=num_steps)
+    return local_step(gamma, log_phis, modalities, prior_concentration)
+
+
+def token_topic_counts(gamma: jnp.ndarray, log_phi: jnp.ndarray, data: SparseCounts,
+                       group: jnp.ndarray, n_groups: int) -> jnp.ndarray:
+    """sum over the tokens m of each group (e.g. a region) of q(z | b_m): (n_groups, K).  ``group`` (nnz,) maps each
+    non-zero entry to its group; q(z | b_m) ∝ exp(E log pi + E log phi^b_{z, b_m}) as in Sec. 2.7."""
+    logits = dirichlet_expected_log(gamma)[data.doc] + log_phi.T[data.term]
+    resp = jax.nn.softmax(logits, axis=1)
+    return jax.ops.segment_sum(data.count[:, None] * resp, group, num_segments=n_groups)
+
+
+def run_chunked(step_chunk: Callable, state, *, max_iter: int, tol: float, chunk: int,
+                progress_bar: bool, desc: str = "VI"):
+    """Drive a jitted ``step_chunk(state) -> (state, trace (chunk,))`` until ``max_iter`` iterations or until the
+    relative change of the objective over one iteration is below ``tol`` (checked after every chunk).
+
+    The loop over chunks is Python (for the progress bar); each chunk is a ``lax.scan``.  Returns the final state
+    and the objective trace (..., iterations actually run)."""
+    n_chunks = max(1, -(-max_iter // chunk))
+    traces = []
+    bar = None
+    if progress_bar:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=n_chunks * chunk, desc=desc, leave=False)
+    for _ in range(n_chunks):
+        state, trace = step_chunk(state)
+        trace = np.asarray(trace)
+        traces.append(trace)
+        if bar is not None:
+            bar.update(chunk)
+            bar.set_postfix(elbo=f"{float(np.max(trace[..., -1])):.6g}")
+        full = np.concatenate(traces, axis=-1)
+        if full.shape[-1] >= 2:
+            last, prev = full[..., -1], full[..., -2]
+            if np.all(np.abs(last - prev) <= tol * np.abs(last)):
+                break
+    if bar is not None:
+        bar.close()
+    return state, np.concatenate(traces, axis=-1)[..., :max_iter]
+
+
+def _lda_chunk(state: TopicVIState, modalities, prior_concentration, etas, log_coefficient, *, local_steps: int,
+               chunk: int):
+    def body(s, _):
+        s = cavi_iteration(s, modalities, prior_concentration, etas, local_steps)
+        return s, elbo(s, prior_concentration, etas, log_coefficient)
+
+    return jax.lax.scan(body, state, None, length=chunk)
+
+
+@functools.partial(jax.jit, static_argnames=("n_topics", "seed_docs_per_factor"))
+def init_batched(keys, dense_modalities, n_topics: int, prior_concentration, etas, seed_docs_per_factor: int):
+    """``init_state`` for every key (C, 2) -> state with leading axis C (one compilation)."""
+    return jax.vmap(lambda k: init_state(k, dense_modalities, n_topics, prior_concentration, etas,
+                                         seed_docs_per_factor))(keys)
+
+
+@functools.partial(jax.jit, static_argnames=("local_steps", "chunk"))
+def _lda_chunk_batched(state, modalities, prior_concentration, etas, log_coefficient, *, local_steps, chunk):
+    """``chunk`` iterations of every restart (leading axis of ``state``); jitted once per shape."""
+    return jax.vmap(lambda s: _lda_chunk(s, modalities, prior_concentration, etas, log_coefficient,
+                                         local_steps=local_steps, chunk=chunk))(state)
+
+
+def fit_mean_field(keys: jax.Array, dense_modalities: Sequence[np.ndarray], n_topics: int,
+                   prior_concentration: jnp.ndarray, etas: Sequence[jnp.ndarray], *, max_iter: int = 200,
+                   tol: float = 1e-6, local_steps: int = 3, chunk: int = 10, seed_docs_per_factor: int = 2,
+                   progress_bar: bool = True) -> tuple[TopicVIState, np.ndarray]:
+    """MoM-LDA by coordinate ascent, one restart per key (``keys`` (C, 2)), vectorized over restarts.
+
+    Returns the final state (leading axis C) and the ELBO trace (C, iterations)."""
+    dense = [jnp.asarray(d, dtype=jnp.float64) for d in dense_modalities]
+    modalities = tuple(sparse_counts(np.asarray(d)) for d in dense_modalities)
+    prior_concentration = jnp.asarray(prior_concentration, dtype=jnp.float64)
+    etas = tuple(jnp.asarray(e, dtype=jnp.float64) for e in etas)
+    log_coefficient = jnp.asarray(log_multinomial_coefficient(dense_modalities))
+
+    state = init_batched(keys, dense, n_topics, prior_concentration, etas, seed_docs_per_factor)
+    return run_chunked(lambda s: _lda_chunk_batched(s, modalities, prior_concentration, etas, log_coefficient,
+                                                    local_steps=local_steps, chunk=chunk), state,
+                       max_iter=max_iter, tol=tol, chunk=chunk, progress_bar=progress_bar, desc="MoM-LDA VI")

@@ -1,0 +1,344 @@
+"""Yakhnenko & Honavar: ``yakhnenko.mom_lda`` (mean-field VI) and ``yakhnenko.mom_hdp`` (truncated stick-breaking VI).
+
+>>> counts = zoo.load_dataset("corel5k", split="train")
+>>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=20), counts, method="stick_breaking_vi", seed=0)
+>>> fit.predict(zoo.load_dataset("corel5k", split="test")).caption_word_proba    # (images, caption vocabulary)
+
+Both also get the generic ``nuts``, ``svi`` and ``map`` on the NumPyro program (small data only).  Predictions use
+test-time VI on the visual words alone (Sec. 2.7); metrics and the paper's baselines are at the bottom.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+from jax.scipy.special import gammaln
+
+import zoo.data.corel5k  # noqa: F401  (registers the loaders)
+from zoo.data.containers import MultimodalCounts
+from zoo.inference import stick_breaking_vi as sbvi
+from zoo.inference import topic_vi
+from zoo.models import multimodal_topics as mt
+from zoo.registry import register_method, register_model
+from zoo.results import Fit, to_inference_data
+
+__all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy", "region_accuracy",
+           "caption_perplexity", "one_vs_all_baseline"]
+
+PAPER = "Yakhnenko & Honavar 2009 (multi-modal HDP)"
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicPrediction:
+    """caption_word_proba (I, W): p(w | b_i) from the visual words alone (Sec. 2.7); topic_proba (I, K): the
+    token-averaged q(z | b_m); word_proba (R, W) and region_label (R,) for regions (None without regions)."""
+
+    caption_word_proba: np.ndarray
+    topic_proba: np.ndarray
+    word_proba: np.ndarray | None = None
+    region_label: np.ndarray | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicFitState:
+    """The restart with the highest final ELBO: lambda_w (K, W), lambda_b (K, V), gamma (I, K), prior concentration
+    a (K,) of q(pi) (alpha or alpha_pi beta), beta (K,) (HDP; None for LDA); final ELBO of every restart."""
+
+    lambda_w: np.ndarray
+    lambda_b: np.ndarray
+    gamma: np.ndarray
+    prior_concentration: np.ndarray
+    beta: np.ndarray | None
+    final_elbo: np.ndarray
+    best_chain: int
+
+
+# ------------------------------------------------------------------------------------------------ options
+def _positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _n_factors(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name}: expected an int K >= 1, got {value!r}")
+    return int(value)
+
+
+def _build_lda(n_topics: int = 5, alpha: float = 1.0, alpha_w: float = 1.0, alpha_b: float = 1.0):
+    """MoM-LDA with K = ``n_topics`` factors; hyperparameters all 1 as in Sec. 3.2.2."""
+    k = _n_factors(n_topics, "n_topics")
+    opts = dict(n_topics=k, alpha=_positive(alpha, "alpha"), alpha_w=_positive(alpha_w, "alpha_w"),
+                alpha_b=_positive(alpha_b, "alpha_b"))
+    program = functools.partial(mt.mom_lda, n_topics=k)
+    return program, opts, mt.default_priors_lda(opts["alpha"], opts["alpha_w"], opts["alpha_b"])
+
+
+def _build_hdp(truncation: int = 20, alpha: float = 1.0, alpha_pi: float = 1.0, alpha_w: float = 1.0,
+               alpha_b: float = 1.0):
+    """MoM-HDP truncated at K = ``truncation``: beta ~ GEM(alpha), pi_i ~ Dir(alpha_pi beta)."""
+    k = _n_factors(truncation, "truncation")
+    opts = dict(truncation=k, alpha=_positive(alpha, "alpha"), alpha_pi=_positive(alpha_pi, "alpha_pi"),
+                alpha_w=_positive(alpha_w, "alpha_w"), alpha_b=_positive(alpha_b, "alpha_b"))
+    program = functools.partial(mt.mom_hdp, truncation=k, alpha_pi=opts["alpha_pi"])
+    return program, opts, mt.default_priors_hdp(opts["alpha"], opts["alpha_w"], opts["alpha_b"])
+
+
+# ------------------------------------------------------------------------------------------------ data
+def check_counts(data, *, training: bool = True) -> MultimodalCounts:
+    """Validate a MultimodalCounts for fitting (``training``) or prediction; ValueError naming the field."""
+    if not isinstance(data, MultimodalCounts):
+        raise ValueError(f"data: expected zoo.data.MultimodalCounts, got {type(data).__name__}")
+    totals = data.words.sum(axis=1) + data.visual_words.sum(axis=1)
+    if np.any(totals == 0):
+        raise ValueError(f"words: image {int(np.flatnonzero(totals == 0)[0])} has no words and no visual words")
+    if training:
+        for field, counts, names in (("words", data.words, data.word_vocabulary),
+                                     ("visual_words", data.visual_words, data.visual_vocabulary)):
+            empty = np.flatnonzero(counts.sum(axis=0) == 0)
+            if empty.size:
+                which = f" ({names[empty[0]]!r})" if names is not None else ""
+                raise ValueError(f"{field}: {empty.size} all-zero column(s), first column {int(empty[0])}{which}; "
+                                 f"drop vocabulary entries that never occur")
+    return data
+
+
+def _program_args(spec, data):
+    data = check_counts(data)
+    return dict(word_totals=jnp.asarray(data.words.sum(1)), visual_totals=jnp.asarray(data.visual_words.sum(1)),
+                n_word_types=data.words.shape[1], n_visual_types=data.visual_words.shape[1],
+                priors=dict(spec.priors), words=jnp.asarray(data.words), visual_words=jnp.asarray(data.visual_words))
+
+
+def _etas(priors, data):
+    return (mt.dirichlet_concentration(priors["phi_w"], data.words.shape[1], "phi_w"),
+            mt.dirichlet_concentration(priors["phi_b"], data.visual_words.shape[1], "phi_b"))
+
+
+def _check_stick_prior(prior: dist.Distribution) -> dist.Distribution:
+    support = getattr(prior, "support", None)
+    if support is not dist.constraints.unit_interval or prior.event_shape != () or prior.batch_shape != ():
+        raise ValueError(f"priors['sticks']: needs a scalar distribution on (0, 1) such as Beta(1, alpha), "
+                         f"got {prior.__class__.__name__}")
+    return prior
+
+
+def _check_method_options(unknown: dict, method: str):
+    if unknown:
+        raise ValueError(f"{sorted(unknown)[0]}: not an option of {method!r}")
+
+
+# ------------------------------------------------------------------------------------------------ fits
+def _plugin_log_likelihood(counts: np.ndarray, pi_mean: np.ndarray, phi_mean: np.ndarray) -> np.ndarray:
+    """log Mult(n_i; N_i, E[pi_i] @ E[phi]) per image (C, I)."""
+    probs = np.einsum("cik,ckv->civ", pi_mean, phi_mean)
+    n = counts[None]
+    return (gammaln(n.sum(-1) + 1) - gammaln(n + 1).sum(-1)
+            + np.sum(np.where(n > 0, n * np.log(np.where(n > 0, probs, 1.0)), 0.0), axis=-1))
+
+
+def _make_fit(spec, data, method, state_topic, prior_conc, trace, beta=None):
+    gamma = np.asarray(state_topic.gamma)                                 # (C, I, K)
+    lam_w, lam_b = (np.asarray(x) for x in state_topic.lambdas)           # (C, K, W), (C, K, V)
+    pi_mean = gamma / gamma.sum(-1, keepdims=True)
+    phi_w, phi_b = lam_w / lam_w.sum(-1, keepdims=True), lam_b / lam_b.sum(-1, keepdims=True)
+    usage = np.asarray(state_topic.stats.doc_topic).sum(axis=1)           # (C, K) expected tokens per factor
+    final = trace[:, -1]
+    best = int(np.argmax(final))
+    n_factor = gamma.shape[-1]
+    posterior = {"pi": pi_mean[:, None], "phi_w": phi_w[:, None], "phi_b": phi_b[:, None],
+                 "topic_weight": pi_mean.mean(axis=1)[:, None]}
+    if beta is not None:
+        posterior["beta"] = beta[:, None]
+    dims = {"pi": ["image", "factor"], "phi_w": ["factor", "word"], "phi_b": ["factor", "visual_word"],
+            "topic_weight": ["factor"], "beta": ["factor"], "words": ["image"], "visual_words": ["image"],
+            "objective": ["iteration"], "factor_usage": ["factor"]}
+    coords = {"factor": np.arange(n_factor)}
+    if data.word_vocabulary is not None:
+        coords["word"] = list(data.word_vocabulary)
+    if data.visual_vocabulary is not None:
+        coords["visual_word"] = list(data.visual_vocabulary)
+    idata = to_inference_data(
+        posterior,
+        sample_stats={"objective": trace[:, None, :], "factor_usage": usage[:, None],
+                      "n_active_factors": (usage >= 1.0).sum(-1)[:, None]},
+        log_likelihood={"words": _plugin_log_likelihood(data.words, pi_mean, phi_w)[:, None],
+                        "visual_words": _plugin_log_likelihood(data.visual_words, pi_mean, phi_b)[:, None]},
+        observed_data={"words": data.words, "visual_words": data.visual_words},
+        dims={k: v for k, v in dims.items()}, coords=coords,
+        attrs={"method": method, "model": spec.id, "note": "one draw per chain = the VI posterior mean of a restart"})
+    state = TopicFitState(lambda_w=lam_w[best], lambda_b=lam_b[best], gamma=gamma[best],
+                          prior_concentration=np.asarray(prior_conc[best] if np.ndim(prior_conc) == 2 else prior_conc),
+                          beta=None if beta is None else beta[best], final_elbo=final, best_chain=best)
+    headline = ["beta"] if beta is not None else ["topic_weight"]
+    return Fit(idata=idata, spec=spec, method=method, state=state, headline=headline, predictor=_predict, data=data)
+
+
+def _keys(seed, num_chains):
+    if isinstance(num_chains, bool) or not isinstance(num_chains, (int, np.integer)) or num_chains < 1:
+        raise ValueError(f"num_chains: expected a positive int (restarts), got {num_chains!r}")
+    return jax.random.split(jax.random.PRNGKey(seed), int(num_chains))
+
+
+def _loop_options(max_iter, tol, local_steps):
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter: expected a positive int, got {max_iter!r}")
+    if isinstance(local_steps, bool) or not isinstance(local_steps, (int, np.integer)) or local_steps < 1:
+        raise ValueError(f"local_steps: expected a positive int, got {local_steps!r}")
+    if not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol: expected a non-negative number, got {tol!r}")
+
+
+register_model("yakhnenko.mom_lda", paper=PAPER, title="Multi-modal LDA of caption words and visual words",
+               build=_build_lda, data_kind="MultimodalCounts", default_method="mean_field_vi",
+               program_args=_program_args, prior_sites=("pi", "phi_w", "phi_b"), headline=("topic_weight",))
+register_model("yakhnenko.mom_hdp", paper=PAPER, title="Multi-modal HDP, truncated stick-breaking",
+               build=_build_hdp, data_kind="MultimodalCounts", default_method="stick_breaking_vi",
+               program_args=_program_args, prior_sites=("sticks", "phi_w", "phi_b"), headline=("beta",))
+
+
+@register_method("yakhnenko.mom_lda", "mean_field_vi")
+def fit_mom_lda(spec, data, seed=0, num_chains=1, max_iter=300, tol=1e-6, local_steps=3, seed_docs_per_factor=2,
+                chunk=10, progress_bar=True, **unknown) -> Fit:
+    """Coordinate-ascent mean-field VI (Sec. 2.6.1-2.6.2); each chain is a random restart."""
+    _check_method_options(unknown, "mean_field_vi")
+    data = check_counts(data)
+    _loop_options(max_iter, tol, local_steps)
+    keys = _keys(seed, num_chains)
+    k = spec.options["n_topics"]
+    alpha = mt.dirichlet_concentration(spec.priors["pi"], k, "pi")
+    state, trace = topic_vi.fit_mean_field(keys, [data.words, data.visual_words], k, alpha, _etas(spec.priors, data),
+                                           max_iter=int(max_iter), tol=float(tol), local_steps=int(local_steps),
+                                           chunk=int(chunk), seed_docs_per_factor=int(seed_docs_per_factor),
+                                           progress_bar=progress_bar)
+    return _make_fit(spec, data, "mean_field_vi", state, np.asarray(alpha), trace)
+
+
+@register_method("yakhnenko.mom_hdp", "stick_breaking_vi")
+def fit_mom_hdp(spec, data, seed=0, num_chains=1, max_iter=300, tol=1e-6, local_steps=3, beta_steps=25,
+                beta_learning_rate=0.05, seed_docs_per_factor=2, chunk=10, fixed_beta=None, progress_bar=True,
+                **unknown) -> Fit:
+    """Truncated stick-breaking VI: coordinate ascent plus the stick logits of beta by optax (Sec. 2.6.3).
+    ``fixed_beta`` (K,) keeps beta fixed (then the fit is MoM-LDA with alpha = alpha_pi beta)."""
+    _check_method_options(unknown, "stick_breaking_vi")
+    data = check_counts(data)
+    _loop_options(max_iter, tol, local_steps)
+    keys = _keys(seed, num_chains)
+    k, alpha_pi = spec.options["truncation"], spec.options["alpha_pi"]
+    stick_prior = _check_stick_prior(spec.priors["sticks"])
+    if fixed_beta is None:
+        mean = spec.priors["sticks"].mean if k > 1 else jnp.asarray(0.5)
+        u0 = jnp.clip(jnp.broadcast_to(mean, (k - 1,)), 1e-6, 1 - 1e-6)
+    else:
+        fixed = np.asarray(fixed_beta, dtype=np.float64)
+        if fixed.shape != (k,) or np.any(fixed <= 0) or not np.isclose(fixed.sum(), 1.0):
+            raise ValueError(f"fixed_beta: expected ({k},) positive weights summing to one")
+        rest = 1.0 - np.concatenate([[0.0], np.cumsum(fixed)[:-1]])
+        u0 = jnp.asarray(np.clip(fixed[:-1] / rest[:-1], 1e-12, 1 - 1e-12))
+    logits0 = jnp.log(u0) - jnp.log1p(-u0)
+    state, trace = sbvi.fit_stick_breaking(
+        keys, [data.words, data.visual_words], k, _etas(spec.priors, data), alpha_pi, stick_prior,
+        init_stick_logits=logits0, optimize_beta=fixed_beta is None, max_iter=int(max_iter), tol=float(tol),
+        local_steps=int(local_steps), beta_steps=int(beta_steps), beta_learning_rate=float(beta_learning_rate),
+        chunk=int(chunk), seed_docs_per_factor=int(seed_docs_per_factor), progress_bar=progress_bar)
+    beta = np.asarray(jax.vmap(sbvi.stick_weights)(state.stick_logits))
+    return _make_fit(spec, data, "stick_breaking_vi", state.topic, alpha_pi * beta, trace, beta=beta)
+
+
+# ------------------------------------------------------------------------------------------------ predictions
+@functools.partial(jax.jit, static_argnames=("n_docs", "num_steps"))
+def _visual_inference(log_phi_b, visual: topic_vi.SparseCounts, prior_conc, n_docs: int, num_steps: int):
+    gamma, stats = topic_vi.infer_doc_topics((log_phi_b,), (visual,), n_docs, prior_conc, num_steps)
+    return gamma, stats.doc_topic
+
+
+def _topic_proba_from_visual(state: TopicFitState, visual_counts: np.ndarray, num_steps: int) -> np.ndarray:
+    """Token-averaged q(z | b_m) (n, K) of each row of visual-word counts, by test-time VI on that row alone."""
+    log_phi_b = topic_vi.dirichlet_expected_log(jnp.asarray(state.lambda_b))
+    sparse = topic_vi.sparse_counts(visual_counts)
+    _, doc_topic = _visual_inference(log_phi_b, sparse, jnp.asarray(state.prior_concentration),
+                                     visual_counts.shape[0], num_steps)
+    doc_topic = np.asarray(doc_topic)
+    return doc_topic / doc_topic.sum(axis=1, keepdims=True)
+
+
+def _predict(fit: Fit, data, num_steps: int = 100) -> TopicPrediction:
+    """p(w | b) = sum_m sum_z p(w | z) q(z | b_m) / T (Sec. 2.7) for each image, and for each region if given."""
+    data = check_counts(data, training=False)
+    state: TopicFitState = fit.state
+    n_words, n_visual = state.lambda_w.shape[1], state.lambda_b.shape[1]
+    if data.visual_words.shape[1] != n_visual:
+        raise ValueError(f"visual_words: {data.visual_words.shape[1]} columns, the model was fitted on {n_visual}")
+    if data.words.shape[1] != n_words:
+        raise ValueError(f"words: {data.words.shape[1]} columns, the model was fitted on {n_words}")
+    empty = np.flatnonzero(data.visual_words.sum(axis=1) == 0)
+    if empty.size:
+        raise ValueError(f"visual_words: image {int(empty[0])} has no visual words to predict from")
+    phi_w = state.lambda_w / state.lambda_w.sum(axis=1, keepdims=True)
+    topic_proba = _topic_proba_from_visual(state, data.visual_words, num_steps)
+    word_proba = region_label = None
+    if data.region_visual_words is not None:
+        empty = np.flatnonzero(data.region_visual_words.sum(axis=1) == 0)
+        if empty.size:
+            raise ValueError(f"region_visual_words: region {int(empty[0])} has no visual words")
+        word_proba = _topic_proba_from_visual(state, data.region_visual_words, num_steps) @ phi_w
+        region_label = word_proba.argmax(axis=1)
+    return TopicPrediction(caption_word_proba=topic_proba @ phi_w, topic_proba=topic_proba, word_proba=word_proba,
+                           region_label=region_label)
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+def caption_accuracy(scores: np.ndarray, true_words: np.ndarray, n_predicted: int | str = "true") -> float:
+    """Mean over images of |C ∩ R| / |C| (Sec. 3.2.3): C = the ``n_predicted`` highest-scoring words ("true": as
+    many as the image's true caption has, then accuracy = precision = recall), R = the words with count > 0.
+    Images without caption words are skipped."""
+    scores, truth = np.asarray(scores, dtype=float), np.asarray(true_words) > 0
+    if scores.shape != truth.shape:
+        raise ValueError(f"scores: shape {scores.shape} differs from true_words {truth.shape}")
+    sizes = truth.sum(axis=1)
+    keep = sizes > 0
+    order = np.argsort(-scores, axis=1, kind="stable")
+    accs = []
+    for i in np.flatnonzero(keep):
+        n = int(sizes[i]) if n_predicted == "true" else int(n_predicted)
+        accs.append(truth[i, order[i, :n]].mean())
+    return float(np.mean(accs))
+
+
+def region_accuracy(word_proba: np.ndarray, region_labels: np.ndarray) -> float:
+    """Fraction of labelled regions (label >= 0) whose argmax word is the true label (Sec. 3.2.3)."""
+    labels = np.asarray(region_labels)
+    keep = labels >= 0
+    return float(np.mean(np.asarray(word_proba)[keep].argmax(axis=1) == labels[keep]))
+
+
+def caption_perplexity(caption_word_proba: np.ndarray, true_words: np.ndarray) -> float:
+    """exp(- sum_iw n_iw log p(w | b_i) / sum n): held-out perplexity of caption words given the visual words."""
+    p, n = np.asarray(caption_word_proba), np.asarray(true_words, dtype=float)
+    return float(np.exp(-np.sum(n * np.log(np.clip(p, 1e-300, None))) / n.sum()))
+
+
+def one_vs_all_baseline(train: MultimodalCounts, test_visual_words: np.ndarray, kind: str = "nb",
+                        seed: int = 0) -> np.ndarray:
+    """The paper's baselines (Sec. 3.2.1): one binary classifier per caption word on the visual-word bag
+    (multinomial Naive Bayes or logistic regression, scikit-learn); returns scores (n_test, W) = P(word | bag).
+    Words present in every or no training image get a constant score (their training frequency)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import MultinomialNB
+
+    if kind not in ("nb", "lr"):
+        raise ValueError(f"kind: expected 'nb' or 'lr', got {kind!r}")
+    X, Y = train.visual_words, (train.words > 0).astype(int)
+    X_test = np.asarray(test_visual_words, dtype=float)
+    scores = np.tile(Y.mean(axis=0), (X_test.shape[0], 1))
+    for w in np.flatnonzero((Y.sum(0) > 0) & (Y.sum(0) < Y.shape[0])):
+        clf = MultinomialNB() if kind == "nb" else LogisticRegression(max_iter=1000, random_state=seed)
+        clf.fit(X, Y[:, w])
+        scores[:, w] = clf.predict_proba(X_test)[:, 1]
+    return scores
