@@ -39,7 +39,7 @@ def test_ncut_finds_exactly_the_four_quadrants():
     image, truth = _quadrant_image()
     assert _purity(segment_image(image, "ncut"), truth) == 1.0  # never merges across a colour edge
     # a threshold below the Ncut of halving a flat noisy quadrant (~0.1 on this small graph) stops at the edges
-    region_map = segment_image(image, "ncut", thresh=0.03)
+    region_map = segment_image(image, "ncut", thresh=0.03, min_regions=1)
     assert region_map.max() + 1 == 4
     assert _purity(region_map, truth) == 1.0
 
@@ -55,6 +55,9 @@ def test_normalized_cut_partition_splits_two_weakly_joined_cliques():
     np.testing.assert_array_equal(parts, [0, 0, 0, 0, 1, 1, 1, 1])
     # a threshold below the cheapest cut (0.01 / 12.01 * 2) keeps the graph whole
     np.testing.assert_array_equal(normalized_cut_partition(W, sizes, 1e-4, 0.0, 10), np.zeros(8))
+    # min_regions forces cuts above the threshold, cheapest first: here one of the two cliques is halved
+    forced = normalized_cut_partition(W, sizes, 1e-4, 0.0, 10, min_regions=3)
+    assert len(np.unique(forced)) == 3 and len(np.unique(forced[:4])) * len(np.unique(forced[4:])) == 2
     # disconnected components are separate pieces even when the threshold forbids cutting
     W[3, 4] = W[4, 3] = 0.0
     np.testing.assert_array_equal(normalized_cut_partition(W, sizes, 0.0, 0.0, 10), [0] * 4 + [1] * 4)
@@ -81,6 +84,8 @@ def test_bad_input_is_a_clear_error():
         segment_image(image, "watershed")
     with pytest.raises(ValueError, match="'n_segments' is not a parameter"):
         segment_image(image, "ncut", n_segments=10)
+    with pytest.raises(ValueError, match="min_regions"):
+        segmentation_params("ncut", min_regions=30)
     with pytest.raises(ValueError, match="thresh"):
         segmentation_params("ncut", thresh=float("nan"))
     with pytest.raises(ValueError, match="transparent"):
@@ -88,3 +93,16 @@ def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         as_rgb_image(np.full((10, 10, 3), 2.0))
     np.testing.assert_allclose(as_rgb_image(np.full((10, 10, 3), 255, dtype=np.uint8)), 1.0)
+
+
+def test_parallel_map_keeps_order_and_matches_the_sequential_result():
+    from zoo.data.regions import parallel_map
+
+    maps = [np.array([[k + 3, k + 3, 1], [k, 1, 1]]) for k in range(5, 11)]
+    expected = [relabel_consecutive(m) for m in maps]
+    for out in (parallel_map(relabel_consecutive, maps, n_jobs=2, progress=False),
+                parallel_map(relabel_consecutive, maps, n_jobs=1, progress=False)):
+        for a, b in zip(out, expected):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="n_jobs"):
+        parallel_map(relabel_consecutive, maps, n_jobs=0)

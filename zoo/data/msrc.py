@@ -41,7 +41,7 @@ MSRC_CLASSES = ("building", "grass", "tree", "cow", "horse", "sheep", "sky", "mo
                 "boat")  # label value k in 1..23 is MSRC_CLASSES[k - 1]; 0 is void (PROVENANCE.md)
 MSRC21_DROPPED = ("horse", "mountain")
 _N_LABEL_VALUES = len(MSRC_CLASSES) + 1
-_CACHE_VERSION = 2  # bump whenever segmentation or statistics code changes its output
+_CACHE_VERSION = 3  # bump whenever segmentation or statistics code changes its output
 _ANNOTATION_FOLDERS = {"original": "labels", "cleaned": "labels_cleaned"}
 
 
@@ -236,10 +236,11 @@ def msrc_region_table(segmentation: str = "ncut", segmentation_params: dict | No
         counts = [r[annotation] for r in results]
         table[f"counts_{annotation}"] = np.concatenate(counts)
         table[f"image_counts_{annotation}"] = np.stack([c.sum(axis=0) for c in counts])
-    tmp = table_path.with_suffix(".tmp.npz")
-    np.savez_compressed(tmp, **table)
-    maps_tmp = maps_path.with_suffix(".tmp.npz")
+    # write under process-unique names, then rename: readers (other processes) never see a partial file
+    maps_tmp = maps_path.with_name(f"{maps_path.stem}.{os.getpid()}.tmp.npz")
     np.savez_compressed(maps_tmp, **{r["name"]: r["region_map"] for r in results})
+    tmp = table_path.with_name(f"{key}.{os.getpid()}.tmp.npz")
+    np.savez_compressed(tmp, **table)
     os.replace(maps_tmp, maps_path)
     os.replace(tmp, table_path)  # written last: its presence means both files are complete
     table["key"] = key

@@ -8,8 +8,10 @@ Carbonetto et al. (2003, Sec. 5.3) and Gustafson et al. (2007, Sec. 1) segment e
   mean CIE-Lab colours, and the graph is split recursively in two by the second generalized eigenvector of
   ``(D - W) y = lambda D y`` (Shi & Malik 2000, eq. 7-9), cutting where the normalized cut is smallest, until the
   best cut of a piece costs more than ``thresh``. The eigenproblems are small (one node per superpixel), so they
-  are solved densely and exactly; ``skimage.graph.cut_normalized`` implements the same recursion but calls ARPACK
-  with ``which='SM'``, which fails on many MSRC graphs ("No shifts could be applied"), hence this version.
+  are solved densely and exactly. ``skimage.graph.cut_normalized`` implements the same recursion with ARPACK
+  (``which='SM'``, up to 100 eigenvectors per split): slower (``zoo bench regions``), it tries only 10 splitting
+  thresholds, and it raised ``ArpackError`` ("No shifts could be applied") on superpixel graphs while this module
+  was written; the dense solver is exact and deterministic.
 - ``"slic"``: SLIC alone with few segments (fast, compact regions).
 - ``"felzenszwalb"``: the graph-based method of Felzenszwalb & Huttenlocher (fast, irregular regions).
 
@@ -33,7 +35,7 @@ SEGMENTATIONS = ("ncut", "slic", "felzenszwalb")
 # the papers' Normalized Cuts did (5 to 25; Gustafson et al. 2007 report 728 segments in 68 images, ~11 per image).
 DEFAULT_SEGMENTATION_PARAMS: dict[str, dict[str, Any]] = {
     "ncut": {"n_superpixels": 300, "compactness": 10.0, "sigma": 10.0, "thresh": 0.12, "min_size": 0.004,
-             "max_regions": 25},
+             "min_regions": 5, "max_regions": 25},
     "slic": {"n_segments": 20, "compactness": 10.0, "min_size": 0.004},
     "felzenszwalb": {"scale": 400.0, "sigma": 0.8, "min_size": 0.01},
 }
@@ -54,8 +56,8 @@ def segmentation_params(method: str, **params) -> dict[str, Any]:
                 or not np.isfinite(value) or value < 0:
             raise ValueError(f"segmentation_params: {key!r} must be a finite non-negative number, got {value!r}")
         out[key] = type(defaults[key])(value)
-    if method == "ncut" and out["max_regions"] < 1:
-        raise ValueError("segmentation_params: 'max_regions' must be at least 1")
+    if method == "ncut" and not 1 <= out["min_regions"] <= out["max_regions"]:
+        raise ValueError("segmentation_params: need 1 <= 'min_regions' <= 'max_regions'")
     return out
 
 
@@ -173,13 +175,14 @@ def _best_bipartition(W: np.ndarray) -> tuple[float, np.ndarray | None]:
 
 
 def normalized_cut_partition(W: np.ndarray, sizes: np.ndarray, thresh: float, min_size: float,
-                             max_regions: int) -> np.ndarray:
+                             max_regions: int, min_regions: int = 1) -> np.ndarray:
     """Recursive two-way Normalized Cuts of a graph (Shi & Malik 2000, Sec. 3.1, step 5).
 
-    W (n, n) affinities; sizes (n,) node sizes as fractions of the image. A piece is split while its best cut has
-    Ncut < ``thresh`` and both halves cover at least ``min_size`` of the image; the piece with the cheapest cut
-    is split first, and splitting stops at ``max_regions`` pieces. Returns the piece index of each node (n,).
-    Disconnected pieces are first separated into their connected components (a zero-cost cut).
+    W (n, n) affinities; sizes (n,) node sizes as fractions of the image. The piece with the cheapest best cut is
+    split first; a piece is split while its cut has Ncut < ``thresh`` (or while there are fewer than
+    ``min_regions`` pieces), both halves cover at least ``min_size`` of the image, and there are fewer than
+    ``max_regions`` pieces. Disconnected pieces are first separated into their connected components (a zero-cost
+    cut, so they may exceed ``max_regions``). Returns the piece index of each node (n,).
     """
     import scipy.sparse.csgraph
 
@@ -188,13 +191,13 @@ def normalized_cut_partition(W: np.ndarray, sizes: np.ndarray, thresh: float, mi
     _, components = scipy.sparse.csgraph.connected_components(W > 0, directed=False)
     pieces = [np.flatnonzero(components == c) for c in np.unique(components)]
     final: list[np.ndarray] = []
-    frontier: list[tuple[float, int, np.ndarray, np.ndarray]] = []  # (ncut, order, nodes, side)
+    frontier: list[tuple[float, int, np.ndarray, np.ndarray]] = []  # splittable: (ncut, order, nodes, side)
     counter = 0
 
     def push(nodes):
         nonlocal counter
         value, side = _best_bipartition(W[np.ix_(nodes, nodes)]) if nodes.size >= 2 else (np.inf, None)
-        ok = side is not None and value < thresh and sizes[nodes[side]].sum() >= min_size \
+        ok = side is not None and np.isfinite(value) and sizes[nodes[side]].sum() >= min_size \
             and sizes[nodes[~side]].sum() >= min_size
         if ok:
             frontier.append((value, counter, nodes, side))
@@ -206,6 +209,8 @@ def normalized_cut_partition(W: np.ndarray, sizes: np.ndarray, thresh: float, mi
         push(nodes)
     while frontier and len(final) + len(frontier) < max_regions:
         frontier.sort(key=lambda item: (item[0], item[1]))
+        if frontier[0][0] >= thresh and len(final) + len(frontier) >= min_regions:
+            break
         _, _, nodes, side = frontier.pop(0)
         push(nodes[side])
         push(nodes[~side])
@@ -248,7 +253,8 @@ def _segment_ncut(rgb: np.ndarray, p: Mapping[str, Any]) -> np.ndarray:
     W = superpixel_graph(lab, superpixels, p["sigma"])
     n = W.shape[0]
     sizes = np.bincount(superpixels.ravel(), minlength=n) / superpixels.size
-    pieces = normalized_cut_partition(W, sizes, p["thresh"], p["min_size"], int(p["max_regions"]))
+    pieces = normalized_cut_partition(W, sizes, p["thresh"], p["min_size"], int(p["max_regions"]),
+                                      int(p["min_regions"]))
     return pieces[superpixels]
 
 
@@ -275,23 +281,50 @@ def segment_image(image, method: str = "ncut", **params) -> np.ndarray:
     return merge_small_regions(raw, min_pixels)
 
 
+def _jax_is_running() -> bool:
+    """True when JAX has started its (multithreaded) runtime in this process, or when that cannot be told."""
+    try:
+        from jax._src import xla_bridge
+        return bool(xla_bridge.backends_are_initialized())
+    except Exception:  # a JAX without this helper: assume the worst
+        return True
+
+
+def _process_context():
+    """fork where it is safe (POSIX, JAX's thread pools not started): workers start at once and a script needs
+    no ``if __name__ == "__main__":`` guard; otherwise spawn (forking a running multithreaded runtime can
+    deadlock), which re-imports the calling script in every worker."""
+    import multiprocessing
+
+    if "fork" in multiprocessing.get_all_start_methods() and not _jax_is_running():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
 def parallel_map(fn, tasks: list, n_jobs: int | None = None, progress: bool = True, desc: str = "") -> list:
-    """``[fn(t) for t in tasks]`` in ``n_jobs`` spawned processes (None: all cores, at most 8; 1: in this
-    process), in order, with a tqdm progress bar. ``fn`` must be a module-level function (picklable)."""
+    """``[fn(t) for t in tasks]`` in ``n_jobs`` worker processes (None: all cores, at most 8; 1: in this
+    process), in order, with a tqdm progress bar. ``fn`` must be a module-level function (picklable).
+
+    If the workers cannot start (a spawned worker re-running a script that lacks the ``__main__`` guard), the
+    work is done in this process instead, with a warning that says why.
+    """
+    import concurrent.futures
+    import warnings
+
     from tqdm import tqdm
 
     n_jobs = min(os.cpu_count() or 1, 8) if n_jobs is None else n_jobs
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
         raise ValueError(f"n_jobs: expected a positive int or None, got {n_jobs!r}")
-    if n_jobs == 1 or len(tasks) < 4:
-        return [fn(t) for t in tqdm(tasks, desc=desc, disable=not progress)]
-    import concurrent.futures
-    import multiprocessing
-
-    # spawn, not fork: the parent has JAX's thread pools running, which fork would copy in an unknown state
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(int(n_jobs), mp_context=context) as pool:
-        return list(tqdm(pool.map(fn, tasks, chunksize=4), total=len(tasks), desc=desc, disable=not progress))
+    if n_jobs > 1 and len(tasks) >= 4:
+        try:
+            with concurrent.futures.ProcessPoolExecutor(int(n_jobs), mp_context=_process_context()) as pool:
+                return list(tqdm(pool.map(fn, tasks, chunksize=4), total=len(tasks), desc=desc,
+                                 disable=not progress))
+        except concurrent.futures.process.BrokenProcessPool:
+            warnings.warn("parallel_map: worker processes failed to start (a script run with JAX already "
+                          "started needs `if __name__ == '__main__':`); computing in this process", stacklevel=2)
+    return [fn(t) for t in tqdm(tasks, desc=desc, disable=not progress)]
 
 
 def plot_segmentation(image, region_map, region_labels=None, vocabulary=None, ax=None, title: str | None = None):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 import numpy as np
 
@@ -192,7 +193,9 @@ def _dense_region_counts(table, segmentation, segmentation_params, train, params
         n_regions = offsets[i + 1] - offsets[i]
         words = quantize(desc.astype(np.float64), centres)
         region_counts[offsets[i]:offsets[i + 1]] = region_word_counts(words, region_ids, n_regions, n_visual_words)
-    np.savez_compressed(path, region_counts=region_counts)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez_compressed(tmp, region_counts=region_counts)
+    os.replace(tmp, path)
     return region_counts
 
 
