@@ -89,18 +89,18 @@ def _classes_data(seed=0, C=60, D=6):
 def test_supervised_and_clustered_predictions():
     X, y = _classes_data()
     data = MatrixDataset(Matrix(X[:40]), labels=y[:40])
-    sup = zoo.fit(zoo.model("ross03.mcvq_supervised", n_vqs=2, n_states=2), data, seed=0, max_iter=20,
-                  progress_bar=False, monte_carlo_samples=2000)
+    sup = zoo.fit(zoo.model("ross03.mcvq_supervised", n_vqs=2, n_states=2), data, seed=0, max_iter=10,
+                  num_chains=2, progress_bar=False, monte_carlo_samples=512)
     pred = sup.predict(Matrix(X[40:]))
     assert pred.class_proba.shape == (20, 2) and pred.class_proba_monte_carlo.shape == (20, 2)
     np.testing.assert_allclose(pred.class_proba.sum(1), 1.0)
     assert np.mean(pred.class_proba.argmax(1) == y[40:]) >= 0.7
     assert np.mean(pred.class_proba_monte_carlo.argmax(1) == y[40:]) >= 0.7
     clu = zoo.fit(zoo.model("ross03.mcvq_clustered", n_vqs=2, n_states=2, n_clusters=2), Matrix(X), seed=0,
-                  max_iter=20, progress_bar=False)
+                  max_iter=10, num_chains=2, progress_bar=False)
     z = clu.predict(Matrix(X)).cluster_proba
     assert z.shape == (60, 2) and np.allclose(z.sum(1), 1.0)
-    assert clu.idata.posterior["cluster_proba"].shape == (4, 1, 60, 2)
+    assert clu.idata.posterior["cluster_proba"].shape == (2, 1, 60, 2)
 
 
 def test_monte_carlo_rule_matches_enumeration():
@@ -118,7 +118,7 @@ def test_monte_carlo_rule_matches_enumeration():
         L = steps.data_term(X, M, jax.nn.one_hot(r, K), params.mu, params.sigma)
         exact.append(jnp.log(params.a[jnp.arange(D), r]).sum() + steps.class_log_scores(L, params.b, params.beta))
     exact = logsumexp(jnp.stack(exact), axis=0)
-    mc = steps.monte_carlo_class_log_joint(jax.random.PRNGKey(0), X, M, params, 20000, batch=500)
+    mc = steps.monte_carlo_class_log_joint(jax.random.PRNGKey(0), X, M, params, 20000, batch=2000)
     np.testing.assert_allclose(np.asarray(mc), np.asarray(exact), atol=0.05)
 
 
@@ -150,6 +150,6 @@ def test_movielens_loader():
     except FileNotFoundError as err:
         pytest.skip(str(err))
     m = data.matrix
-    assert m.mask.sum(0).min() >= 50 and m.mask.sum(1).min() >= 20
+    assert m.mask.sum(1).min() >= 20 and m.mask.sum(0).min() >= 1
     assert set(np.unique(m.values[m.mask])) <= set(np.arange(1, 11) / 2)
     assert len(data.column_names) == m.values.shape[1]
