@@ -1,0 +1,438 @@
+"""Collapsed MCMC for FULL / FS / CVFS (Gustafson, Thompson & de Freitas 2007, Appendix).
+
+Target: eq. 10, pi(Y, M, alpha, delta, Omega | X, S) with every concept's (mu_k, Sigma_k) integrated out. One sweep:
+
+1. ``feature_flip_step``: for each concept row M_k (CVFS) or the shared M (FS), Metropolis-Hastings with the
+   proposal "flip one randomly chosen element" (symmetric), on the collapsed density.
+2. ``label_step``: draw temporary (mu_k, Sigma_k) from eq. 8-9 given (Y, M), extend them to p dimensions with
+   (delta, Omega), and update each Y_ij from its full conditional: eq. 1 restricted to S_i and to the coverage
+   constraint given the image's other labels. The probabilities are returned: their average over sweeps is the
+   Rao-Blackwellized Pr(Y_ij = y | data). Images are updated in parallel, the segments of an image in turn.
+3. ``alpha_step`` (CVFS): Gibbs from the Beta-mixture posterior of each alpha_j.
+4. ``delta_omega_step`` (CVFS): data augmentation of eq. 11 (x*_M ~ N(delta_M, Omega_MM), x*_{M^c} from eq. 11),
+   conjugate NIW proposal from the completed x*, and a Metropolis-Hastings correction: because x*_{M^c} depends on
+   Omega through eq. 11, the plain conjugate draw of the paper does not leave eq. 10 invariant; the correction
+   makes the move exact (its acceptance rate is reported, and is close to 1 in practice).
+
+Every move is a pure ``(problem, state, key) -> (state, info)`` function over NamedTuples; ``LabelFeatureGibbs``
+is the thin ``numpyro.infer.mcmc.MCMCKernel`` wrapper so ``numpyro.infer.MCMC`` runs chains, warm-up and progress.
+Shapes: n units, p features, K+1 concepts (0 = garbage), I images, J = most segments in one image.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import solve_triangular
+from jax.scipy.special import betaln, gammaln, logsumexp
+from numpyro.infer.mcmc import MCMCKernel
+
+from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density,
+                                         concept_niw_prior, gaussian_logpdf_masked, gaussian_loglik_suffstats,
+                                         masked_cholesky, masked_matrix, niw_log_marginal, niw_posterior,
+                                         sample_beta, sample_masked_inverse_wishart, sample_niw_masked, suffstats)
+
+__all__ = ["RegionProblem", "BetaMixture", "GibbsState", "SweepInfo", "concept_suffstats", "concept_masks_of",
+           "feature_flip_step", "label_step", "alpha_step", "delta_omega_step", "gibbs_sweep", "init_state",
+           "LabelFeatureGibbs", "run_gibbs", "predictive_log_lik"]
+
+
+class BetaMixture(NamedTuple):
+    """Prior of each alpha_j: sum_c weights_c Beta(a_c, b_c); one component = a plain Beta."""
+    weights: jnp.ndarray
+    a: jnp.ndarray
+    b: jnp.ndarray
+
+
+class RegionProblem(NamedTuple):
+    """Everything a sweep reads (fixed during sampling).
+
+    X (n, p) standardized features; allowed (n, K+1) bool = S_i of each unit; keyword_mask (I, K+1) bool (column
+    0 False) = keywords each image must cover; image_slots (I, J) int = unit indices of each image, -1 padded;
+    concept_prior; delta_omega_prior (NIW of (delta, Omega), CVFS); alpha_prior (CVFS); inclusion_logit = log q/(1-q)
+    of the FS prior Pr(M_j = 1) = q; delta0 (p,), Omega0 (p, p): fixed (delta, Omega) (FULL/FS) or initial values.
+    """
+    X: jnp.ndarray
+    allowed: jnp.ndarray
+    keyword_mask: jnp.ndarray
+    image_slots: jnp.ndarray
+    concept_prior: ConceptPrior
+    delta_omega_prior: NIWPrior
+    alpha_prior: BetaMixture
+    inclusion_logit: jnp.ndarray
+    delta0: jnp.ndarray
+    Omega0: jnp.ndarray
+
+
+class GibbsState(NamedTuple):
+    """Y (n,) labels; M (K+1, p) bool inclusion of every concept (row 0 garbage); alpha (p,); delta (p,);
+    Omega (p, p); label_proba (n, K+1) the last sweep's full conditionals; unit_loglik (n,) log p(x_ij | S_i,
+    temporary parameters) for az.loo; proba_sum (n, K+1) and n_kept: running Rao-Blackwell sum after warm-up;
+    iteration; num_warmup (sweeps before accumulating); rng_key; z: the dict numpyro.infer.MCMC collects."""
+    Y: jnp.ndarray
+    M: jnp.ndarray
+    alpha: jnp.ndarray
+    delta: jnp.ndarray
+    Omega: jnp.ndarray
+    label_proba: jnp.ndarray
+    unit_loglik: jnp.ndarray
+    proba_sum: jnp.ndarray
+    n_kept: jnp.ndarray
+    iteration: jnp.ndarray
+    num_warmup: jnp.ndarray
+    rng_key: jnp.ndarray
+    z: dict
+
+
+class SweepInfo(NamedTuple):
+    accept_M: jnp.ndarray           # (K+1,) 1 where concept k's flip was accepted (FS: row 0 holds the shared one)
+    accept_delta_Omega: jnp.ndarray  # () 1 where the (delta, Omega) proposal was accepted (CVFS)
+
+
+def concept_suffstats(X, Y, n_concepts):
+    """Per-concept (count (K+1,), total (K+1, p), scatter (K+1, p, p)) of the units labelled k."""
+    onehot = jax.nn.one_hot(Y, n_concepts, dtype=X.dtype)
+    return onehot.sum(0), onehot.T @ X, jnp.einsum("nk,ni,nj->kij", onehot, X, X)
+
+
+def concept_masks_of(variant: str, M: jnp.ndarray) -> jnp.ndarray:
+    """The inclusion matrix the likelihood uses: FULL all ones; FS row 0 broadcast; CVFS as stored (row 0 = 0)."""
+    if variant == "full":
+        return jnp.ones_like(M)
+    if variant == "fs":
+        return jnp.broadcast_to(M[0], M.shape)
+    return M
+
+
+def _concept_terms(problem, stats, masks, delta, Omega):
+    """(K+1,) collapsed log density of each concept's units (Appendix eq. 10)."""
+    fn = jax.vmap(collapsed_concept_log_density, in_axes=(None, 0, 0, 0, 0, None, None))
+    return fn(problem.concept_prior, *stats, masks, delta, Omega)
+
+
+def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, key):
+    """Step 1: MH flip of one random element of each M_k (CVFS, k >= 1) or of the shared M (FS)."""
+    n_concepts, p = state.M.shape
+    stats = concept_suffstats(problem.X, state.Y, n_concepts)
+    if variant == "full":
+        return state, jnp.zeros(n_concepts)
+    k_idx, k_acc = jax.random.split(key)
+    if variant == "fs":
+        j = jax.random.randint(k_idx, (), 0, p)
+        m_new = state.M[0].at[j].set(~state.M[0, j])
+        old = _concept_terms(problem, stats, jnp.broadcast_to(state.M[0], state.M.shape), state.delta, state.Omega)
+        new = _concept_terms(problem, stats, jnp.broadcast_to(m_new, state.M.shape), state.delta, state.Omega)
+        sign = jnp.where(m_new[j], 1.0, -1.0)
+        log_ratio = new.sum() - old.sum() + sign * problem.inclusion_logit
+        accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
+        M = jnp.where(accept, jnp.broadcast_to(m_new, state.M.shape), state.M)
+        return state._replace(M=M), jnp.zeros(n_concepts).at[0].set(accept)
+    # CVFS: rows 1..K independently given (Y, alpha, delta, Omega); row 0 stays 0
+    j = jax.random.randint(k_idx, (n_concepts,), 0, p)
+    rows = jnp.arange(n_concepts)
+    M_new = state.M.at[rows, j].set(~state.M[rows, j])
+    old = _concept_terms(problem, stats, state.M, state.delta, state.Omega)
+    new = _concept_terms(problem, stats, M_new, state.delta, state.Omega)
+    sign = jnp.where(M_new[rows, j], 1.0, -1.0)
+    alpha_j = state.alpha[j]
+    log_ratio = new - old + sign * (jnp.log(alpha_j) - jnp.log1p(-alpha_j))
+    accept = (jnp.log(jax.random.uniform(k_acc, (n_concepts,))) < log_ratio) & (rows > 0)
+    M = jnp.where(accept[:, None], M_new, state.M)
+    return state._replace(M=M), accept.astype(jnp.float64)
+
+
+def temporary_concept_params(problem, variant, state, key):
+    """Eq. 8-9 draws of (mu_k, Sigma_k) for every concept on its mask: mu (K+1, p), Sigma (K+1, p, p)."""
+    n_concepts = state.M.shape[0]
+    masks = concept_masks_of(variant, state.M)
+    count, total, scatter = concept_suffstats(problem.X, state.Y, n_concepts)
+
+    def one(k, c, t, s, m):
+        post = niw_posterior(concept_niw_prior(problem.concept_prior, m), c, t, s)
+        return sample_niw_masked(k, post, m)
+
+    keys = jax.random.split(key, n_concepts)
+    return jax.vmap(one)(keys, count, total, scatter, masks)
+
+
+def unit_concept_loglik(X, masks, mu, Sigma, delta, Omega):
+    """(n, K+1) log p(x_i | Y = k, mu_k, Sigma_k, M_k, delta, Omega): eq. 5 with the temporary parameters."""
+    p = X.shape[1]
+    base = gaussian_logpdf_masked(X, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
+
+    def one(m, mu_k, sigma_k):
+        rel = gaussian_logpdf_masked(X, mu_k, masked_cholesky(sigma_k, m), m)
+        cond = gaussian_logpdf_masked(X, delta, masked_cholesky(Omega, m), m)
+        return rel + base - cond
+
+    return jax.vmap(one, out_axes=1)(masks, mu, Sigma)
+
+
+def sample_labels_constrained(problem, Y, loglik, key):
+    """Sequential Gibbs over the segments of each image (images in parallel) from eq. 1 restricted to S_i and to
+    the coverage constraint given the image's other labels. Returns (Y, proba (n, K+1))."""
+    n, n_concepts = loglik.shape
+    n_images, n_slots = problem.image_slots.shape
+    slots_valid = problem.image_slots >= 0
+    safe = jnp.where(slots_valid, problem.image_slots, 0)
+    counts = jnp.einsum("is,isk->ik", slots_valid.astype(jnp.float64), jax.nn.one_hot(Y[safe], n_concepts))
+
+    def body(carry, inputs):
+        Y, counts = carry
+        units, valid, k = inputs
+        u = jnp.where(valid, units, 0)
+        current = jax.nn.one_hot(Y[u], n_concepts) * valid[:, None]
+        others = counts - current
+        needed = problem.keyword_mask & (others < 0.5)       # a keyword only this segment covers
+        must = needed.any(-1, keepdims=True)
+        allowed_now = jnp.where(must, needed, problem.allowed[u])
+        logits = jnp.where(allowed_now, loglik[u], -jnp.inf)
+        proba = jax.nn.softmax(logits, axis=-1)
+        y_new = jax.random.categorical(k, logits, axis=-1)
+        y_new = jnp.where(valid, y_new, Y[u])
+        counts = others + jax.nn.one_hot(y_new, n_concepts) * valid[:, None]
+        Y = Y.at[jnp.where(valid, units, n)].set(y_new, mode="drop")
+        return (Y, counts), proba
+
+    keys = jax.random.split(key, n_slots)
+    (Y, _), proba_slots = jax.lax.scan(body, (Y, counts), (problem.image_slots.T, slots_valid.T, keys))
+    proba = jnp.zeros((n, n_concepts)).at[jnp.where(slots_valid.T, problem.image_slots.T, n)].set(
+        proba_slots, mode="drop")
+    return Y, proba
+
+
+def label_step(problem: RegionProblem, variant: str, state: GibbsState, key):
+    """Step 2: temporary (mu, Sigma) from eq. 8-9, then every Y_ij from eq. 1 under S_i and the coverage constraint."""
+    k_par, k_lab = jax.random.split(key)
+    mu, Sigma = temporary_concept_params(problem, variant, state, k_par)
+    masks = concept_masks_of(variant, state.M)
+    loglik = unit_concept_loglik(problem.X, masks, mu, Sigma, state.delta, state.Omega)
+    # pointwise log-likelihood for az.loo: the S_i-uniform mixture (lambda uniform, Sec. 3)
+    n_allowed = problem.allowed.sum(-1)
+    unit_loglik = logsumexp(jnp.where(problem.allowed, loglik, -jnp.inf), axis=-1) - jnp.log(n_allowed)
+    Y, proba = sample_labels_constrained(problem, state.Y, loglik, k_lab)
+    return state._replace(Y=Y, label_proba=proba, unit_loglik=unit_loglik), None
+
+
+def alpha_step(problem: RegionProblem, state: GibbsState, key):
+    """Step 3 (CVFS): alpha_j | M ~ prior x alpha^s (1 - alpha)^(K+1-s), s = M_.j: a Beta mixture again."""
+    n_concepts = state.M.shape[0]
+    s = state.M.sum(0).astype(jnp.float64)                          # (p,)
+    pr = problem.alpha_prior
+    a_post = pr.a[None, :] + s[:, None]                             # (p, C)
+    b_post = pr.b[None, :] + (n_concepts - s)[:, None]
+    logw = jnp.log(pr.weights)[None, :] + betaln(a_post, b_post) - betaln(pr.a, pr.b)[None, :]
+    k_comp, k_beta = jax.random.split(key)
+    comp = jax.random.categorical(k_comp, logw, axis=-1)
+    take = lambda arr: jnp.take_along_axis(arr, comp[:, None], axis=1)[:, 0]
+    alpha = sample_beta(k_beta, take(a_post), take(b_post))
+    alpha = jnp.clip(alpha, 1e-12, 1.0 - 1e-12)
+    return state._replace(alpha=alpha), None
+
+
+def _complete(X, unit_masks, z, Omega):
+    """Eq. 11: x* = z on M (the augmenting draw), x_{M^c} + Omega_{M^c M} Omega_MM^{-1}(z_M - x_M) off M."""
+    def one(x, m, zi):
+        u = jnp.linalg.solve(masked_matrix(Omega, m), (zi - x) * m.astype(x.dtype))
+        return jnp.where(m, zi, x + Omega @ u)
+    return jax.vmap(one)(X, unit_masks, z)
+
+
+def delta_omega_step(problem: RegionProblem, state: GibbsState, key):
+    """Step 4 (CVFS): data augmentation (eq. 11) + conjugate NIW proposal + MH correction (see module doc)."""
+    n, p = problem.X.shape
+    k_aug, k_sigma, k_mu, k_acc = jax.random.split(key, 4)
+    unit_masks = state.M[state.Y]                                   # (n, p)
+    z = state.delta + jax.random.normal(k_aug, (n, p)) @ jnp.linalg.cholesky(state.Omega).T
+    prior = problem.delta_omega_prior
+    full = jnp.ones(p, bool)
+    x_old = _complete(problem.X, unit_masks, z, state.Omega)
+    stats_old = suffstats(x_old)
+    post = niw_posterior(prior, *stats_old)
+    omega_new = _sample_iw_full(k_sigma, post)
+    delta_new = post.mean + jnp.linalg.cholesky(omega_new) @ jax.random.normal(k_mu, (p,)) / jnp.sqrt(post.rho)
+    x_new = _complete(problem.X, unit_masks, z, omega_new)
+    stats_new = suffstats(x_new)
+    ll = lambda st, d, o: gaussian_loglik_suffstats(*st, d, o, full)
+    log_ratio = (ll(stats_new, delta_new, omega_new) + ll(stats_new, state.delta, state.Omega)
+                 + niw_log_marginal(prior, *stats_old, full)
+                 - ll(stats_old, state.delta, state.Omega) - ll(stats_old, delta_new, omega_new)
+                 - niw_log_marginal(prior, *stats_new, full))
+    accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
+    delta = jnp.where(accept, delta_new, state.delta)
+    Omega = jnp.where(accept, omega_new, state.Omega)
+    return state._replace(delta=delta, Omega=Omega), accept.astype(jnp.float64)
+
+
+def _sample_iw_full(key, post):
+    return sample_masked_inverse_wishart(key, post.nu, post.S, jnp.ones(post.S.shape[-1], bool))
+
+
+def gibbs_sweep(problem: RegionProblem, variant: str, state: GibbsState) -> GibbsState:
+    """One full sweep (steps 1-4); accumulates the Rao-Blackwell label probabilities after warm-up."""
+    key, k_m, k_y, k_a, k_d = jax.random.split(state.rng_key, 5)
+    state, accept_m = feature_flip_step(problem, variant, state, k_m)
+    state, _ = label_step(problem, variant, state, k_y)
+    accept_do = jnp.asarray(1.0)
+    if variant == "cvfs":
+        state, _ = alpha_step(problem, state, k_a)
+        state, accept_do = delta_omega_step(problem, state, k_d)
+    keep = state.iteration >= state.num_warmup
+    proba_sum = state.proba_sum + jnp.where(keep, state.label_proba, 0.0)
+    state = state._replace(proba_sum=proba_sum, n_kept=state.n_kept + keep, iteration=state.iteration + 1,
+                           rng_key=key)
+    return state._replace(z=_collected(state, variant, SweepInfo(accept_m, accept_do)))
+
+
+def _collected(state: GibbsState, variant: str, info: SweepInfo | None) -> dict:
+    masks = concept_masks_of(variant, state.M)
+    out = {"Y": state.Y, "M": state.M, "n_relevant": masks[1:].sum(-1), "label_proba": state.label_proba,
+           "unit_loglik": state.unit_loglik}
+    if variant == "cvfs":
+        out.update(alpha=state.alpha, delta=state.delta, Omega=state.Omega)
+    n_concepts = state.M.shape[0]
+    out["accept_M"] = info.accept_M if info is not None else jnp.zeros(n_concepts)
+    out["accept_delta_Omega"] = info.accept_delta_Omega if info is not None else jnp.asarray(1.0)
+    return out
+
+
+def initial_labels(problem: RegionProblem, key):
+    """Labels satisfying the coverage constraint: each keyword on a distinct random segment, the rest uniform on S_i."""
+    n, n_concepts = problem.allowed.shape
+    n_images, n_slots = problem.image_slots.shape
+    valid = problem.image_slots >= 0
+    k_perm, k_rest = jax.random.split(key)
+    scores = jnp.where(valid, jax.random.uniform(k_perm, (n_images, n_slots)), jnp.inf)
+    rank = jnp.argsort(jnp.argsort(scores, axis=1), axis=1)           # random order of the valid slots
+    kw = problem.keyword_mask
+    kw_sorted = jnp.argsort(~kw, axis=1, stable=True)                 # keyword ids first
+    n_kw = kw.sum(1)
+    rest = jax.random.categorical(k_rest, jnp.where(problem.allowed, 0.0, -jnp.inf))  # (n,)
+    safe = jnp.where(valid, problem.image_slots, 0)
+    forced = jnp.take_along_axis(kw_sorted, jnp.minimum(rank, n_concepts - 1), axis=1)
+    y_slot = jnp.where(rank < n_kw[:, None], forced, rest[safe])
+    return jnp.zeros(n, jnp.int32).at[jnp.where(valid, problem.image_slots, n)].set(
+        y_slot.astype(jnp.int32), mode="drop")
+
+
+def init_state(problem: RegionProblem, variant: str, key, num_warmup=0) -> GibbsState:
+    """Coverage-respecting labels, M at random (CVFS rows 1..K, FS shared; FULL all ones), alpha = prior mean."""
+    n, n_concepts = problem.allowed.shape
+    p = problem.X.shape[1]
+    k_y, k_m, key = jax.random.split(key, 3)
+    Y = initial_labels(problem, k_y)
+    if variant == "full":
+        M = jnp.ones((n_concepts, p), bool)
+    elif variant == "fs":
+        M = jnp.broadcast_to(jax.random.bernoulli(k_m, 0.5, (p,)), (n_concepts, p))
+    else:
+        M = jax.random.bernoulli(k_m, 0.5, (n_concepts, p)).at[0].set(False)
+    pr = problem.alpha_prior
+    alpha = jnp.full(p, jnp.sum(pr.weights * pr.a / (pr.a + pr.b)))
+    zeros = jnp.zeros((n, n_concepts))
+    state = GibbsState(Y=Y, M=M, alpha=alpha, delta=problem.delta0, Omega=problem.Omega0, label_proba=zeros,
+                       unit_loglik=jnp.zeros(n), proba_sum=zeros, n_kept=jnp.asarray(0), iteration=jnp.asarray(0),
+                       num_warmup=jnp.asarray(num_warmup), rng_key=key, z={})
+    return state._replace(z=_collected(state, variant, None))
+
+
+class LabelFeatureGibbs(MCMCKernel):
+    """numpyro MCMCKernel running ``gibbs_sweep`` on a fixed ``RegionProblem``; ``variant`` in full/fs/cvfs.
+
+    >>> mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(problem, "cvfs"), num_warmup=200, num_samples=1000,
+    ...                           num_chains=2, chain_method="vectorized")
+    >>> mcmc.run(jax.random.PRNGKey(0)); mcmc.get_samples(group_by_chain=True)["M"]
+    """
+
+    sample_field = "z"
+
+    def __init__(self, problem: RegionProblem, variant: str):
+        if variant not in ("full", "fs", "cvfs"):
+            raise ValueError(f"variant: {variant!r} is not one of 'full', 'fs', 'cvfs'")
+        self.problem = problem
+        self.variant = variant
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        init = partial(init_state, self.problem, self.variant, num_warmup=num_warmup)
+        # chain_method="vectorized" hands one key per chain: the kernel vectorizes init and sample itself
+        return jax.vmap(init)(rng_key) if jnp.ndim(rng_key) > 1 else init(rng_key)
+
+    def sample(self, state, model_args, model_kwargs):
+        sweep = partial(gibbs_sweep, self.problem, self.variant)
+        return jax.vmap(sweep)(state) if jnp.ndim(state.rng_key) > 1 else sweep(state)
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return lambda z: z
+
+
+def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2, num_warmup: int = 200,
+              num_samples: int = 1000, thinning: int = 1, collect=None, progress_bar: bool = True,
+              chunk: int = 50):
+    """Run ``num_chains`` chains (vectorized) of ``gibbs_sweep``: one compiled chunk of ``chunk`` sweeps reused for
+    warm-up and sampling (the same chain as ``numpyro.infer.MCMC`` with ``LabelFeatureGibbs``, compiled once).
+
+    Returns (draws: dict name -> (chain, draw, ...) numpy arrays, keeping every ``thinning``-th sweep after
+    warm-up; ``collect`` names the entries of ``GibbsState.z`` to keep (default all), last_state (chain-batched)).
+    """
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    keys = jax.random.split(key, num_chains)
+    state = jax.vmap(lambda k: init_state(problem, variant, k, num_warmup=num_warmup))(keys)
+    names = list(state.z) if collect is None else list(collect)
+
+    def one_chain(st, n_active):
+        def body(s, i):
+            s = jax.lax.cond(i < n_active, lambda t: gibbs_sweep(problem, variant, t), lambda t: t, s)
+            return s, {k: s.z[k] for k in names}
+        return jax.lax.scan(body, st, jnp.arange(chunk))
+
+    run_chunk = jax.jit(jax.vmap(one_chain, in_axes=(0, None)))
+    total = num_warmup + num_samples
+    kept = {k: [] for k in names}
+    done = 0
+    bar = tqdm(total=total, desc=f"{variant} collapsed Gibbs", disable=not progress_bar, leave=False)
+    while done < total:
+        n_active = min(chunk, total - done)
+        state, out = run_chunk(state, n_active)
+        index = np.arange(done, done + n_active)
+        sel = np.nonzero((index >= num_warmup) & ((index - num_warmup) % thinning == 0))[0]
+        if sel.size:
+            for k in names:
+                kept[k].append(np.asarray(out[k])[:, sel])
+        done += n_active
+        bar.update(n_active)
+    bar.close()
+    draws = {k: np.concatenate(v, axis=1) for k, v in kept.items() if v}
+    return draws, state
+
+
+def predictive_log_lik(problem: RegionProblem, variant: str, Y, M, delta, Omega, X_new):
+    """(m, K+1) log p(x_new | Y=k, training units, M, delta, Omega) with (mu_k, Sigma_k) integrated out.
+
+    The eq. 6 ratio with and without the new unit is a multivariate t on x_M (df nu - d + 1, location the eq. 9
+    mean, shape S (rho + 1) / (rho (nu - d + 1))), times the N(delta, Omega) conditional of x_{M^c} given x_M.
+    """
+    n_concepts = M.shape[0]
+    masks = concept_masks_of(variant, M)
+    count, total, scatter = concept_suffstats(problem.X, Y, n_concepts)
+    p = problem.X.shape[1]
+    base = gaussian_logpdf_masked(X_new, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
+
+    def concept(c, t, s, m):
+        post = niw_posterior(concept_niw_prior(problem.concept_prior, m), c, t, s)
+        d = m.astype(X_new.dtype).sum()
+        df = post.nu - d + 1.0
+        factor = (post.rho + 1.0) / (post.rho * df)
+        L = masked_cholesky(post.S, m)
+        resid = (X_new - post.mean) * m.astype(X_new.dtype)
+        q = jnp.sum(solve_triangular(L, resid.T, lower=True) ** 2, axis=0) / factor
+        logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(L))) + d * jnp.log(factor)
+        log_t = (gammaln(0.5 * (df + d)) - gammaln(0.5 * df) - 0.5 * d * jnp.log(df * jnp.pi) - 0.5 * logdet
+                 - 0.5 * (df + d) * jnp.log1p(q / df))
+        cond = base - gaussian_logpdf_masked(X_new, delta, masked_cholesky(Omega, m), m)
+        return log_t + cond
+
+    return jax.vmap(concept, out_axes=1)(count, total, scatter, masks)

@@ -1,0 +1,192 @@
+"""Gustafson, Thompson & de Freitas (2007): semi-supervised region labelling with Bayesian feature selection.
+
+Three NumPyro programs in one (``variant`` = "full", "fs", "cvfs") over units = image segments:
+
+- labels ``Y`` (n,) in {0..K} (0 = garbage), uniform over S_i = {0} u keywords(i) (Sec. 3: lambda fixed uniform),
+  with the coverage constraint Y_i in C_i (every keyword of image i labels at least one of its segments) as a
+  0/-inf factor;
+- inclusion indicators ``M``: FULL none (all features relevant); FS one vector (p,) shared by all concepts, uniform
+  prior (Sec. 4); CVFS one row per keyword (K, p) with pi(M | alpha) = prod_j alpha_j^{M.j}(1-alpha_j)^{K+1-M.j}
+  and alpha_j ~ omega Beta(1, g) + (1 - omega) Beta(g, 1) (Sec. 5); the garbage row M_0 = 0 is the observed site
+  ``M_garbage`` so that the (1 - alpha_j) factor of row 0 in the paper's prior is kept;
+- per concept (mu_k, Sigma_k) on the relevant features: Sigma_k,MM ~ IW_{d_k + a_extra}((v_scale d_k I)^{-1}),
+  mu_k,M | Sigma_k ~ N(0, Sigma_k,MM / b) (Sec. 3-5: a_extra = 2, v_scale = 1/2, b = 1). The program draws a
+  p x p ``Sigma`` with p + a_extra degrees of freedom and scale diag(v_scale d_k on M, 1 off M): its M x M block has
+  exactly that law (marginal property of the inverse-Wishart); the other entries do not touch the data;
+- features: X_M | Y=k ~ N(mu_k,M, Sigma_k,MM), X_{M^c} | X_M ~ the conditional of N_p(delta, Omega) (eq. 3, 5);
+  (delta, Omega) fixed (FS: sample mean and covariance) or, in CVFS, Omega ~ IW_nu0(Psi0^{-1}),
+  delta | Omega ~ N(delta0, Omega / kappa0) (our weak default: nu0 = p + 2, Psi0 = I, kappa0 = 1, delta0 = 0).
+
+``collapsed_log_density`` is the same joint with (mu, Sigma) integrated out (Appendix eq. 10); the custom sampler
+in ``zoo.inference.label_feature_gibbs`` targets it.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+from numpyro.distributions import constraints
+
+from zoo.inference.collapsed_niw import (ConceptPrior, collapsed_concept_log_density, gaussian_logpdf_masked,
+                                         masked_cholesky, masked_matrix)
+
+__all__ = ["VARIANTS", "ConceptPrior", "DeltaOmegaPrior", "FeatureSelectionNormal", "feature_selection_model",
+           "concept_masks", "coverage_ok", "collapsed_log_density",
+           "default_alpha_prior"]
+
+VARIANTS = ("full", "fs", "cvfs")
+
+
+class DeltaOmegaPrior(NamedTuple):
+    """Conjugate prior of (delta, Omega) in CVFS: Omega ~ IW_nu0(Psi0^{-1}), delta | Omega ~ N(delta0, Omega/kappa0).
+
+    ``nu0`` is given as an offset over p (nu0 = p + nu_extra) so one prior serves every p.
+    """
+    nu_extra: float = 2.0
+    psi_scale: float = 1.0
+    kappa0: float = 1.0
+
+
+def concept_masks(variant: str, M, n_concepts: int, p: int) -> jnp.ndarray:
+    """The (K+1, p) 0/1 inclusion matrix of every concept (row 0 = garbage) from the variant's M."""
+    if variant == "full":
+        return jnp.ones((n_concepts, p), dtype=bool)
+    if variant == "fs":
+        return jnp.broadcast_to(jnp.asarray(M, bool), (n_concepts, p))
+    return jnp.concatenate([jnp.zeros((1, p), bool), jnp.asarray(M, bool)], axis=0)
+
+
+def coverage_ok(Y: jnp.ndarray, image_index: jnp.ndarray, keyword_mask: jnp.ndarray) -> jnp.ndarray:
+    """True when every keyword of every image labels at least one of its units (the paper's Y_i in C_i)."""
+    n_images, n_concepts = keyword_mask.shape
+    counts = jax.ops.segment_sum(jax.nn.one_hot(Y, n_concepts), image_index, num_segments=n_images)
+    return jnp.all(jnp.where(keyword_mask, counts > 0, True))
+
+
+class FeatureSelectionNormal(dist.Distribution):
+    """x (p,) with x_M ~ N(mu_M, Sigma_MM) and x_{M^c} | x_M ~ the conditional of N_p(delta, Omega) (eq. 3/5).
+
+    Batch shape from ``mask`` (..., p), ``mu`` (..., p), ``Sigma`` (..., p, p); delta (p,), Omega (p, p) shared.
+    log p(x) = log N_M(x_M; mu, Sigma) + log N_p(x; delta, Omega) - log N_M(x_M; delta, Omega).
+    """
+
+    arg_constraints = {}
+    support = constraints.real_vector
+
+    def __init__(self, mask, mu, Sigma, delta, Omega, *, validate_args=None):
+        self.mask = jnp.asarray(mask, bool)
+        self.mu, self.Sigma = jnp.asarray(mu), jnp.asarray(Sigma)
+        self.delta, self.Omega = jnp.asarray(delta), jnp.asarray(Omega)
+        batch_shape = jax.lax.broadcast_shapes(self.mask.shape[:-1], self.mu.shape[:-1], self.Sigma.shape[:-2])
+        super().__init__(batch_shape=batch_shape, event_shape=self.delta.shape[-1:], validate_args=validate_args)
+
+    def _flat(self):
+        p = self.event_shape[0]
+        shape = self.batch_shape
+        mask = jnp.broadcast_to(self.mask, shape + (p,)).reshape(-1, p)
+        mu = jnp.broadcast_to(self.mu, shape + (p,)).reshape(-1, p)
+        sigma = jnp.broadcast_to(self.Sigma, shape + (p, p)).reshape(-1, p, p)
+        return mask, mu, sigma
+
+    def log_prob(self, value):
+        p = self.event_shape[0]
+        mask, mu, sigma = self._flat()
+        x = jnp.broadcast_to(value, self.batch_shape + (p,)).reshape(-1, p)
+        full = jnp.ones(p, bool)
+        chol_omega_full = jnp.linalg.cholesky(self.Omega)
+
+        def one(xi, mi, mui, si):
+            rel = gaussian_logpdf_masked(xi[None], mui, masked_cholesky(si, mi), mi)[0]
+            base = gaussian_logpdf_masked(xi[None], self.delta, chol_omega_full, full)[0]
+            cond = gaussian_logpdf_masked(xi[None], self.delta, masked_cholesky(self.Omega, mi), mi)[0]
+            return rel + base - cond
+
+        return jax.vmap(one)(x, mask, mu, sigma).reshape(self.batch_shape)
+
+    def sample(self, key, sample_shape=()):
+        p = self.event_shape[0]
+        mask, mu, sigma = self._flat()
+        n = mask.shape[0]
+        total = int(jnp.prod(jnp.asarray(sample_shape))) if sample_shape else 1
+        k_rel, k_base = jax.random.split(key)
+        z_rel = jax.random.normal(k_rel, (total, n, p))
+        z_base = self.delta + jax.random.normal(k_base, (total, n, p)) @ jnp.linalg.cholesky(self.Omega).T
+
+        def one(zr, zb, mi, mui, si):
+            m = mi.astype(zb.dtype)
+            x_rel = mui + masked_cholesky(si, mi) @ zr          # relevant part ~ N(mu_M, Sigma_MM)
+            # eq. 11 read backwards: x_{M^c} = z_{M^c} + Omega_{M^c M} Omega_MM^{-1} (x_M - z_M)
+            u = jnp.linalg.solve(masked_matrix(self.Omega, mi), (x_rel - zb) * m)
+            return jnp.where(mi, x_rel, zb + self.Omega @ u)
+
+        out = jax.vmap(lambda zr, zb: jax.vmap(one)(zr, zb, mask, mu, sigma))(z_rel, z_base)
+        return out.reshape(tuple(sample_shape) + self.batch_shape + (p,))
+
+
+def feature_selection_model(allowed, image_index, keyword_mask, X=None, *, variant: str = "cvfs",
+                            n_features: int | None = None, concept_prior: ConceptPrior = ConceptPrior(),
+                            delta_omega_prior: DeltaOmegaPrior = DeltaOmegaPrior(), alpha_prior=None,
+                            inclusion_prior=None, delta=None, Omega=None):
+    """The FULL / FS / CVFS joint density (Sec. 3-5).
+
+    allowed (n, K+1) bool: S_i of each unit's image; image_index (n,) int; keyword_mask (I, K+1) bool (column 0
+    False): the keywords each image must cover; X (n, p) or None (prior predictive, then ``n_features`` = p).
+    alpha_prior: distribution of one alpha_j (CVFS); inclusion_prior: distribution of one M_j (FS);
+    delta (p,), Omega (p, p): fixed values (FULL/FS; ignored by CVFS, which samples them).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant: {variant!r} is not one of {VARIANTS}")
+    allowed = jnp.asarray(allowed, bool)
+    n, n_concepts = allowed.shape
+    p = X.shape[-1] if X is not None else n_features
+    if variant == "cvfs":
+        alpha_prior = alpha_prior if alpha_prior is not None else default_alpha_prior()
+        alpha = numpyro.sample("alpha", alpha_prior.expand([p]).to_event(1))
+        M = numpyro.sample("M", dist.Bernoulli(probs=alpha).expand([n_concepts - 1, p]).to_event(2))
+        numpyro.sample("M_garbage", dist.Bernoulli(probs=alpha).to_event(1), obs=jnp.zeros(p))  # M_0 = 0
+        nu0 = p + delta_omega_prior.nu_extra
+        Omega = numpyro.sample("Omega", dist.InverseWishart(nu0, scale_matrix=delta_omega_prior.psi_scale
+                                                            * jnp.eye(p)))
+        delta = numpyro.sample("delta", dist.MultivariateNormal(jnp.zeros(p),
+                                                                covariance_matrix=Omega / delta_omega_prior.kappa0))
+    elif variant == "fs":
+        inclusion_prior = inclusion_prior if inclusion_prior is not None else dist.Bernoulli(probs=0.5)
+        M = numpyro.sample("M", inclusion_prior.expand([p]).to_event(1))
+    else:
+        M = None
+    if variant != "cvfs":
+        delta = jnp.zeros(p) if delta is None else jnp.asarray(delta)
+        Omega = jnp.eye(p) if Omega is None else jnp.asarray(Omega)
+    masks = concept_masks(variant, M, n_concepts, p)
+    d = masks.sum(-1)
+    scale = jax.vmap(jnp.diag)(jnp.where(masks, concept_prior.v_scale * d[:, None], 1.0))
+    with numpyro.plate("concept", n_concepts):
+        Sigma = numpyro.sample("Sigma", dist.InverseWishart(p + concept_prior.a_extra, scale_matrix=scale))
+        mu = numpyro.sample("mu", dist.MultivariateNormal(jnp.zeros(p), covariance_matrix=Sigma / concept_prior.b))
+    with numpyro.plate("unit", n):
+        Y = numpyro.sample("Y", dist.Categorical(probs=allowed / allowed.sum(-1, keepdims=True)))
+    numpyro.factor("coverage", jnp.where(coverage_ok(Y, image_index, keyword_mask), 0.0, -jnp.inf))
+    with numpyro.plate("unit", n):
+        numpyro.sample("X", FeatureSelectionNormal(masks[Y], mu[Y], Sigma[Y], delta, Omega), obs=X)
+
+
+def default_alpha_prior(omega: float = 0.5, gamma: float = 10.0) -> dist.Distribution:
+    """alpha_j ~ omega Beta(1, gamma) + (1 - omega) Beta(gamma, 1) (Sec. 5: omega = 0.5, gamma = 10)."""
+    return dist.MixtureSameFamily(dist.Categorical(probs=jnp.array([omega, 1.0 - omega])),
+                                  dist.Beta(jnp.array([1.0, gamma]), jnp.array([gamma, 1.0])))
+
+
+def collapsed_log_density(Y, masks, delta, Omega, X, concept_prior: ConceptPrior = ConceptPrior()):
+    """log p(X | Y, M, delta, Omega) with every (mu_k, Sigma_k) integrated out (Appendix eq. 10, first two lines).
+
+    Y (n,), masks (K+1, p) bool, X (n, p): the sum over concepts of ``collapsed_concept_log_density``.
+    """
+    n_concepts = masks.shape[0]
+    onehot = jax.nn.one_hot(Y, n_concepts, dtype=X.dtype)
+    counts, totals = onehot.sum(0), onehot.T @ X
+    scatters = jnp.einsum("nk,ni,nj->kij", onehot, X, X)
+    per_concept = jax.vmap(collapsed_concept_log_density, in_axes=(None, 0, 0, 0, 0, None, None))
+    return per_concept(concept_prior, counts, totals, scatters, masks, jnp.asarray(delta), jnp.asarray(Omega)).sum()

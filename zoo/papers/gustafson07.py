@@ -1,0 +1,343 @@
+"""Gustafson, Thompson & de Freitas (2007): FULL, FS and CVFS region labelling, registered in the zoo.
+
+>>> regions = zoo.load_dataset("gustafson07_program", n_images=30)
+>>> fit = zoo.fit(zoo.model("gustafson07.cvfs"), regions, method="collapsed_gibbs", seed=0, num_chains=2,
+...               num_warmup=200, num_samples=1000)
+>>> pred = fit.predict(regions)
+>>> pred.label_proba          # (regions, K+1), column 0 = garbage; training regions: restricted to S_i
+>>> pred.feature_relevance    # (K, p): Pr(M_ki = 1 | data), keywords in vocabulary order
+
+Data: ``AnnotatedRegions``; concept k >= 1 is ``vocabulary[k - 1]``. Features are standardized with the training
+mean and standard deviation (the paper pre-scales them), and new data with the same numbers.
+"""
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+
+import zoo.data.gustafson07  # noqa: F401  (registers the synthetic data sets)
+from zoo.data.containers import AnnotatedRegions
+from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
+from zoo.inference.label_feature_gibbs import BetaMixture, RegionProblem, predictive_log_lik, run_gibbs
+from zoo.models.feature_selection import DeltaOmegaPrior, default_alpha_prior, feature_selection_model
+from zoo.registry import register_method, register_model
+from zoo.results import Fit, to_inference_data
+
+__all__ = ["RegionLabelPrediction", "RegionArrays", "region_arrays", "predict_labels", "GARBAGE"]
+
+PAPER = "Gustafson, Thompson & de Freitas 2007"
+GARBAGE = "<garbage>"
+_TITLES = {"full": "semi-supervised region labelling, all features relevant (FULL)",
+           "fs": "semi-supervised region labelling with Bayesian feature selection (FS)",
+           "cvfs": "semi-supervised region labelling with concept-varying feature selection (CVFS)"}
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionLabelPrediction:
+    """label_proba (R, K+1): Pr(Y = concept), column 0 = garbage; feature_relevance (K, p): Pr(M_ki = 1 | data);
+    concepts: names of the K+1 columns; annotated (R,) bool: True where the region's image keywords restricted it."""
+    label_proba: np.ndarray
+    feature_relevance: np.ndarray
+    concepts: list
+    annotated: np.ndarray
+
+    def labels(self) -> np.ndarray:
+        """(R,) the most probable concept of each region (0 = garbage, k = vocabulary[k - 1])."""
+        return np.argmax(self.label_proba, axis=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class RegionArrays:
+    """Arrays the sampler reads, built from AnnotatedRegions: X (n, p) standardized, allowed (n, K+1),
+    keyword_mask (I, K+1), image_slots (I, J) (-1 padded), mean/scale of the standardization."""
+    X: np.ndarray
+    allowed: np.ndarray
+    keyword_mask: np.ndarray
+    image_slots: np.ndarray
+    image_index: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+
+
+def _check_regions(data, variant: str) -> AnnotatedRegions:
+    if not isinstance(data, AnnotatedRegions):
+        raise ValueError(f"data: gustafson07 models take zoo.data.AnnotatedRegions, got {type(data).__name__}")
+    p = data.X.shape[1]
+    if variant in ("fs", "cvfs") and p < 2:
+        raise ValueError(f"X: feature selection needs at least 2 features, got p = {p}")
+    sizes = np.bincount(data.image_ids, minlength=data.n_images)
+    for i, words in enumerate(data.keywords):
+        if len(set(words)) > sizes[i] and sizes[i] > 0:
+            raise ValueError(f"keywords: image {i} has {len(set(words))} keywords but only {sizes[i]} regions, so the "
+                             f"coverage constraint (each keyword labels at least one region) cannot hold")
+    return data
+
+
+def _standardization(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean, scale = X.mean(0), X.std(0)
+    const = np.nonzero(~(scale > 1e-12 * np.maximum(1.0, np.abs(mean))))[0]
+    if const.size:
+        raise ValueError(f"X: feature {int(const[0])} is constant (standard deviation 0), so it cannot be "
+                         f"standardized; drop constant features before fitting")
+    return mean, scale
+
+
+def region_arrays(data: AnnotatedRegions, mean=None, scale=None) -> RegionArrays:
+    """Standardize X and build S_i, the coverage structure and the per-image slots (images without regions are
+    skipped: they carry no segment to label). An image without keywords is unannotated: S_i = all K+1 concepts."""
+    if mean is None:
+        mean, scale = _standardization(data.X)
+    X = (data.X - mean) / scale
+    K = len(data.vocabulary)
+    kw = np.zeros((data.n_images, K + 1), bool)
+    kw[:, 1:] = data.keyword_matrix().astype(bool)
+    unannotated = ~kw.any(1)
+    allowed = kw[data.image_ids].copy()
+    allowed[:, 0] = True
+    allowed[unannotated[data.image_ids]] = True
+    present = np.unique(data.image_ids)
+    index = {int(i): r for r, i in enumerate(present)}
+    sizes = np.bincount(data.image_ids, minlength=data.n_images)[present]
+    slots = -np.ones((present.size, int(sizes.max())), np.int64)
+    fill = np.zeros(present.size, np.int64)
+    for u, i in enumerate(data.image_ids):
+        r = index[int(i)]
+        slots[r, fill[r]] = u
+        fill[r] += 1
+    image_index = np.array([index[int(i)] for i in data.image_ids])
+    return RegionArrays(X=X, allowed=allowed, keyword_mask=kw[present], image_slots=slots, image_index=image_index,
+                        mean=mean, scale=scale)
+
+
+# ---------------------------------------------------------------------------------------------------- model specs
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _build(variant: str, *, a_extra: float = 2.0, v_scale: float = 0.5, b: float = 1.0, omega: float = 0.5,
+           gamma: float = 10.0, nu_extra: float = 2.0, psi_scale: float = 1.0, kappa0: float = 1.0):
+    """Options: a_extra (IW dof = d + a_extra), v_scale (V = v_scale d I), b (mu | Sigma ~ N(0, Sigma/b)); CVFS:
+    omega, gamma (default alpha prior omega Beta(1,g) + (1-omega) Beta(g,1)), nu_extra, psi_scale, kappa0 (prior
+    of (delta, Omega): Omega ~ IW_{p+nu_extra}((psi_scale I)^{-1}), delta | Omega ~ N(0, Omega/kappa0))."""
+    a_extra = _positive("a_extra", a_extra)
+    if a_extra <= 1.0:
+        raise ValueError(f"a_extra: must exceed 1 so the IW prior of Sigma_k is proper in every dimension, got {a_extra}")
+    cp = ConceptPrior(a_extra=a_extra, v_scale=_positive("v_scale", v_scale), b=_positive("b", b))
+    dop = DeltaOmegaPrior(nu_extra=_positive("nu_extra", nu_extra), psi_scale=_positive("psi_scale", psi_scale),
+                          kappa0=_positive("kappa0", kappa0))
+    if not 0 <= omega <= 1:
+        raise ValueError(f"omega: expected a weight in [0, 1], got {omega!r}")
+    gamma = _positive("gamma", gamma)
+    options = dict(variant=variant, a_extra=cp.a_extra, v_scale=cp.v_scale, b=cp.b)
+    priors: dict[str, Any] = {}
+    if variant == "cvfs":
+        options.update(omega=float(omega), gamma=gamma, nu_extra=dop.nu_extra, psi_scale=dop.psi_scale,
+                       kappa0=dop.kappa0)
+        priors["alpha"] = default_alpha_prior(float(omega), gamma)
+    if variant == "fs":
+        priors["M"] = dist.Bernoulli(probs=0.5)
+    program = partial(feature_selection_model, variant=variant, concept_prior=cp, delta_omega_prior=dop)
+    return program, options, priors
+
+
+def _alpha_mixture(prior) -> BetaMixture:
+    """BetaMixture from a Beta or a MixtureSameFamily of Betas (what the Gibbs step for alpha supports)."""
+    if isinstance(prior, dist.Beta):
+        return BetaMixture(jnp.ones(1), jnp.atleast_1d(prior.concentration1), jnp.atleast_1d(prior.concentration0))
+    if isinstance(prior, dist.MixtureSameFamily) and isinstance(prior.component_distribution, dist.Beta):
+        comp = prior.component_distribution
+        return BetaMixture(jnp.asarray(prior.mixing_distribution.probs), jnp.asarray(comp.concentration1),
+                           jnp.asarray(comp.concentration0))
+    raise ValueError(f"priors['alpha']: the Gibbs update of alpha needs a Beta or a mixture of Betas "
+                     f"(MixtureSameFamily with Beta components); got {prior.__class__.__name__}")
+
+
+def _inclusion_logit(prior) -> float:
+    if not isinstance(prior, dist.Bernoulli):
+        raise ValueError(f"priors['M']: the FS flip update needs a Bernoulli prior on each M_j; "
+                         f"got {prior.__class__.__name__}")
+    q = float(np.asarray(prior.probs))
+    if not 0 < q < 1:
+        raise ValueError(f"priors['M']: Pr(M_j = 1) must lie strictly between 0 and 1, got {q}")
+    return float(np.log(q) - np.log1p(-q))
+
+
+def region_problem(spec, arrays: RegionArrays) -> RegionProblem:
+    """The sampler's RegionProblem for a spec and standardized arrays (FS: (delta, Omega) = sample mean and
+    covariance, Sec. 4; CVFS: their starting values)."""
+    o = spec.options
+    variant = o["variant"]
+    X = arrays.X
+    n, p = X.shape
+    delta0 = X.mean(0)
+    Omega0 = np.cov(X, rowvar=False, bias=True).reshape(p, p) + 1e-9 * np.eye(p)
+    alpha = _alpha_mixture(spec.priors["alpha"]) if variant == "cvfs" else BetaMixture(
+        jnp.ones(1), jnp.ones(1), jnp.ones(1))
+    logit = _inclusion_logit(spec.priors["M"]) if variant == "fs" else 0.0
+    nu_extra, psi, kappa = (o.get("nu_extra", 2.0), o.get("psi_scale", 1.0), o.get("kappa0", 1.0))
+    return RegionProblem(
+        X=jnp.asarray(X), allowed=jnp.asarray(arrays.allowed), keyword_mask=jnp.asarray(arrays.keyword_mask),
+        image_slots=jnp.asarray(arrays.image_slots),
+        concept_prior=ConceptPrior(o["a_extra"], o["v_scale"], o["b"]),
+        delta_omega_prior=NIWPrior(nu0=jnp.asarray(p + nu_extra), S0=psi * jnp.eye(p), rho0=jnp.asarray(kappa),
+                                   mu0=jnp.zeros(p)),
+        alpha_prior=alpha, inclusion_logit=jnp.asarray(logit), delta0=jnp.asarray(delta0), Omega0=jnp.asarray(Omega0))
+
+
+def _int_option(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+_MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to this many numbers
+
+
+def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup: int = 200, num_samples: int = 1000,
+                     thinning: int = 1, keep_label_proba: bool | None = None, progress_bar: bool = True,
+                     **unknown) -> Fit:
+    """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega))."""
+    if unknown:
+        raise ValueError(f"collapsed_gibbs: unknown option(s) {', '.join(sorted(unknown))}; options: num_chains, "
+                         f"num_warmup, num_samples, thinning, keep_label_proba, progress_bar")
+    variant = spec.options["variant"]
+    num_chains = _int_option("num_chains", num_chains, 1)
+    num_warmup = _int_option("num_warmup", num_warmup, 0)
+    num_samples = _int_option("num_samples", num_samples, 1)
+    thinning = _int_option("thinning", thinning, 1)
+    data = _check_regions(data, variant)
+    arrays = region_arrays(data)
+    problem = region_problem(spec, arrays)
+    n, n_concepts = arrays.allowed.shape
+    kept_draws = -(-num_samples // thinning)
+    if keep_label_proba is None:
+        keep_label_proba = num_chains * kept_draws * n * n_concepts <= _MAX_STORED_PROBA
+    names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega"]
+    names += ["alpha", "delta", "Omega"] if variant == "cvfs" else []
+    names += ["label_proba"] if keep_label_proba else []
+    draws, last = run_gibbs(problem, variant, jax.random.PRNGKey(seed), num_chains=num_chains,
+                            num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, collect=names,
+                            progress_bar=progress_bar)
+    rb = np.asarray(last.proba_sum).sum(0) / max(int(np.asarray(last.n_kept).sum()), 1)
+    idata = _to_idata(draws, variant, data, arrays, rb)
+    headline = {"full": ["n_relevant"], "fs": ["M", "n_relevant"], "cvfs": ["M", "alpha", "n_relevant"]}[variant]
+    state = dict(problem=problem, variant=variant, arrays=arrays, label_proba=rb,
+                 draws={k: draws[k] for k in ("Y", "M") if k in draws} | (
+                     {k: draws[k] for k in ("delta", "Omega")} if variant == "cvfs" else {}),
+                 last_state=last)
+    return Fit(idata=idata, spec=spec, method="collapsed_gibbs", state=state, headline=headline,
+               predictor=predict_labels, data=data)
+
+
+def _to_idata(draws, variant, data, arrays, rb):
+    vocab = list(data.vocabulary)
+    p = arrays.X.shape[1]
+    posterior = {"Y": draws["Y"], "n_relevant": draws["n_relevant"].sum(-1) if variant == "cvfs"
+                 else draws["n_relevant"][..., 0]}
+    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "unit_loglik": ["region"],
+            "accept_M": ["concept"]}
+    if variant == "cvfs":
+        posterior.update(M=draws["M"][:, :, 1:].astype(np.int8), alpha=draws["alpha"], delta=draws["delta"],
+                         Omega=draws["Omega"])
+        dims.update(M=["keyword", "feature"], alpha=["feature"], delta=["feature"], Omega=["feature", "feature_"])
+    elif variant == "fs":
+        posterior["M"] = draws["M"][:, :, 0].astype(np.int8)
+        dims["M"] = ["feature"]
+    if "label_proba" in draws:
+        posterior["label_proba"] = draws["label_proba"]
+    stats = {"accept_M": draws["accept_M"], "accept_delta_Omega": draws["accept_delta_Omega"]}
+    coords = {"region": np.arange(arrays.X.shape[0]), "concept": [GARBAGE] + vocab, "keyword": vocab,
+              "feature": [f"x{j}" for j in range(p)], "feature_": [f"x{j}" for j in range(p)]}
+    return to_inference_data(posterior, sample_stats=stats, log_likelihood={"X": draws["unit_loglik"]},
+                             observed_data={"X": data.X}, dims=dims, coords=coords,
+                             attrs={"method": "collapsed_gibbs", "variant": variant})
+
+
+# ---------------------------------------------------------------------------------------------------- predictions
+
+def feature_relevance(fit: Fit) -> np.ndarray:
+    """(K, p) Pr(M_ki = 1 | data): CVFS per keyword; FS the shared M repeated; FULL ones."""
+    M = np.asarray(fit.state["draws"]["M"], float)           # (chain, draw, K+1, p)
+    variant = fit.state["variant"]
+    K = M.shape[2] - 1
+    if variant == "full":
+        return np.ones((K, M.shape[3]))
+    rows = M[:, :, 1:] if variant == "cvfs" else np.repeat(M[:, :, :1], K, axis=2)
+    return rows.mean(axis=(0, 1))
+
+
+def _same_regions(a: AnnotatedRegions, b: AnnotatedRegions) -> bool:
+    return a is b or (a.X.shape == b.X.shape and np.array_equal(a.X, b.X) and np.array_equal(a.image_ids, b.image_ids)
+                      and list(a.keywords) == list(b.keywords) and list(a.vocabulary) == list(b.vocabulary))
+
+
+def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, max_draws: int = 200):
+    """RegionLabelPrediction for ``data``.
+
+    The training regions get the Rao-Blackwellized label posterior of the run (eq. 1 under S_i and coverage,
+    averaged over sweeps). Other regions get the posterior predictive, averaged over up to ``max_draws`` stored
+    draws of (Y, M, delta, Omega): eq. 1 with (mu_k, Sigma_k) integrated out (a multivariate t per concept),
+    restricted to S_i when ``use_keywords`` and the image has keywords, else over all K+1 concepts (Sec. 7
+    treats validation images as unannotated: ``use_keywords=False``).
+    """
+    if not isinstance(data, AnnotatedRegions):
+        raise ValueError(f"data: expected AnnotatedRegions, got {type(data).__name__}")
+    if list(data.vocabulary) != list(fit.data.vocabulary):
+        raise ValueError("vocabulary: differs from the training data's; concepts would not line up")
+    arrays = fit.state["arrays"]
+    if data.X.shape[1] != arrays.X.shape[1]:
+        raise ValueError(f"X: expected {arrays.X.shape[1]} features as in training, got {data.X.shape[1]}")
+    concepts = [GARBAGE] + list(data.vocabulary)
+    relevance = feature_relevance(fit)
+    if use_keywords and _same_regions(data, fit.data):
+        return RegionLabelPrediction(fit.state["label_proba"], relevance, concepts, np.ones(len(data.X), bool))
+    new = region_arrays(data, arrays.mean, arrays.scale)
+    allowed = new.allowed if use_keywords else np.ones_like(new.allowed)
+    annotated = ~np.all(allowed, axis=1)
+    draws = fit.state["draws"]
+    n_chain, n_draw = draws["Y"].shape[:2]
+    flat = np.arange(n_chain * n_draw)
+    pick = flat[np.unique(np.linspace(0, flat.size - 1, min(max_draws, flat.size)).round().astype(int))]
+    problem, variant = fit.state["problem"], fit.state["variant"]
+    p = arrays.X.shape[1]
+
+    def take(name, default):
+        if name in draws:
+            arr = np.asarray(draws[name])
+            return jnp.asarray(arr.reshape((-1,) + arr.shape[2:])[pick])
+        return jnp.broadcast_to(default, (pick.size,) + default.shape)
+
+    Ys, Ms = take("Y", None), take("M", None)
+    deltas, Omegas = take("delta", problem.delta0), take("Omega", problem.Omega0)
+    log_allowed = jnp.where(jnp.asarray(allowed), 0.0, -jnp.inf)
+
+    @jax.jit
+    def mean_proba(Ys, Ms, deltas, Omegas, Xn):
+        def one(carry, draw):
+            ll = predictive_log_lik(problem, variant, *draw, Xn)
+            return carry + jax.nn.softmax(ll + log_allowed, axis=-1), None
+        total, _ = jax.lax.scan(one, jnp.zeros(allowed.shape), (Ys, Ms, deltas, Omegas))
+        return total / Ys.shape[0]
+
+    proba = np.asarray(mean_proba(Ys, Ms, deltas, Omegas, jnp.asarray(new.X)))
+    del p
+    return RegionLabelPrediction(proba, relevance, concepts, annotated)
+
+
+for _variant in ("full", "fs", "cvfs"):
+    register_model(f"gustafson07.{_variant}", paper=PAPER, title=_TITLES[_variant], build=partial(_build, _variant),
+                   data_kind="AnnotatedRegions", default_method="collapsed_gibbs",
+                   headline={"full": ("n_relevant",), "fs": ("M", "n_relevant"),
+                             "cvfs": ("M", "alpha", "n_relevant")}[_variant])
+register_method(("gustafson07.full", "gustafson07.fs", "gustafson07.cvfs"), "collapsed_gibbs",
+                description="collapsed MCMC of the Appendix (M flips, labels via eq. 1, alpha, (delta, Omega))"
+                )(_collapsed_gibbs)
