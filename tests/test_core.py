@@ -121,7 +121,30 @@ def test_user_program_nuts_and_map():
         zoo.fit(program, y, method="nuts")
 
 
-def test_cli_list(capsys):
+def test_cli_list_and_fit(capsys, tmp_path):
     from zoo.cli import main
-    assert main(["list"]) == 0
-    assert "carbonetto03.shrinkage_mixture" in capsys.readouterr().out
+    assert main(["list", "--datasets"]) == 0
+    out = capsys.readouterr().out
+    assert "carbonetto03.shrinkage_mixture" in out and "carbonetto03_sec2" in out
+    nc = tmp_path / "fit.nc"
+    assert main(["fit", "carbonetto03.shrinkage_mixture", "--data", "carbonetto03_sec2", "--chains", "2",
+                 "--option", "covariance=diag", "--prior", "tau2=InverseGamma(2.0, 1.0)", "--out", str(nc)]) == 0
+    out = capsys.readouterr().out
+    assert "tau2[0]" in out and nc.exists()
+    assert main(["fit", "carbonetto03.shrinkage_mixture", "--data", "carbonetto03_sec2",
+                 "--prior", "tau2=__import__('os')"]) == 2
+
+
+def test_svi_on_user_program():
+    def program(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        with numpyro.plate("n", y.shape[0]):
+            numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    y = np.random.default_rng(2).normal(-1.0, 1.0, size=100)
+    fit = zoo.fit(program, {"y": y}, method="svi", num_steps=1500, learning_rate=0.05, num_samples=400,
+                  progress_bar=False)
+    post = fit.idata.posterior["mu"].values
+    assert post.shape == (1, 400)
+    assert abs(post.mean() - y.mean() * 100 / (100 + 0.01)) < 0.05 and abs(post.std() - 0.1) < 0.03
+    assert np.all(np.diff(fit.idata.sample_stats["objective"].values[0, 0, -200:]) < 50)

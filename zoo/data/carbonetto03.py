@@ -20,7 +20,6 @@ SEC2_VARIANCES = np.array([1.0, 1.0, 1.0, 2.0, 2.0, 2.0])
 SEC2_WEIGHTS = np.array([0.36, 0.26, 0.38])
 
 
-@register_loader("carbonetto03_sec2", "Carbonetto 2003 Sec. 2: 200 points, 3 components, 6 features (synthetic)")
 def mixture_data_sec2(n_points: int = 200, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Sec. 2 mixture: returns X (N, 6) and the true component labels z (N,)."""
     if n_points < 3:
@@ -31,7 +30,6 @@ def mixture_data_sec2(n_points: int = 200, seed: int = 0) -> tuple[np.ndarray, n
     return X, z
 
 
-@register_loader("carbonetto03_sec52", "Carbonetto 2003 Sec. 5.2: translation data, 3 words, 9 features (synthetic)")
 def translation_data_sec52(n_images: int = 100, seed: int = 0, word_mean_scale: float = 1.0,
                            within_sd: float = 0.6, max_regions_per_word: int = 2):
     """One random data set of Sec. 5.2, as (AnnotatedRegions, true_means (3, 9)).
@@ -60,3 +58,15 @@ def translation_data_sec52(n_images: int = 100, seed: int = 0, word_mean_scale: 
                 labels.append(w)
     regions = AnnotatedRegions(np.array(X), np.array(image_ids), keywords, words, region_labels=np.array(labels))
     return regions, true_means
+
+
+@register_loader("carbonetto03_sec2", "Carbonetto 2003 Sec. 2: 200 points, 3 components, 6 features (synthetic)")
+def _load_sec2(n_points: int = 200, seed: int = 0) -> np.ndarray:
+    """X (N, 6) of the Sec. 2 mixture (``mixture_data_sec2`` also returns the true labels)."""
+    return mixture_data_sec2(n_points=n_points, seed=seed)[0]
+
+
+@register_loader("carbonetto03_sec52", "Carbonetto 2003 Sec. 5.2: translation data, 3 words, 9 features (synthetic)")
+def _load_sec52(n_images: int = 100, seed: int = 0) -> AnnotatedRegions:
+    """AnnotatedRegions of one Sec. 5.2 data set (``translation_data_sec52`` also returns the true means)."""
+    return translation_data_sec52(n_images=n_images, seed=seed)[0]
