@@ -1,0 +1,278 @@
+"""Exact samplers of the latent utilities Z of a group under orthant constraints (Kueck 2004, Sec. 3-4).
+
+Within group g, z_i ~ N(f_i, 1) independently a priori, and the group's observation depends on Z only through the
+sign pattern s_i = 1[z_i > 0]:
+
+- constraint labels restrict the pattern: "negative" (no positive), "positive" (no negative), "mixed" (at least
+  one of each), MIL "at least one positive";
+- the measurement model weighs it by Beta(m_g; chi lambda + 1, chi (1 - lambda) + 1), lambda = k / n_g with
+  k = sum_i s_i (MODELS.md Sec. 5); the hybrid model does both.
+
+So p(s | f) ∝ prod_i Phi(f_i)^{s_i} Phi(-f_i)^{1 - s_i} w_g(s), and given s each z_i is a univariate truncated
+normal. We draw s EXACTLY by forward filtering / backward sampling over a small per-group summary state:
+
+- ``sample_signs_constrained``: the state (any positive so far, any negative so far), 4 values, O(n) per group;
+  covers every constraint label (pure groups included);
+- ``sample_signs_by_count``: the count of positives so far, O(n^2) per group; covers any weight w_g(k)
+  (measurement, hybrid, constraints as w(k) in {0, 1}).
+
+Groups are padded to a common length n_max; ``valid`` marks real instances. Everything is in log space
+(log Phi by ``log_ndtr``), so |f| up to hundreds is fine. The forward pass also yields log p(observation_g | f),
+the group's log-likelihood (used for ``az.loo``).
+
+The thesis' Metropolis samplers (independence MH for constrained groups, random walk with step 2.4/sqrt(n_g)
+for weighted ones) are ``mh_constrained_step`` and ``mh_weighted_step``, kept for comparison.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy.special import betaln, log_ndtr, logsumexp, xlogy
+
+from zoo.inference.truncated_normal import sample_orthant_normal
+
+__all__ = ["GroupLayout", "SignDraw", "constraint_flags", "measurement_log_weight", "count_constraint_log_weight",
+           "sample_signs_constrained", "sample_signs_by_count", "pattern_log_weight",
+           "mh_constrained_step", "mh_weighted_step", "group_signs_satisfy", "draw_z_given_signs"]
+
+NEG_INF = -jnp.inf
+
+
+class GroupLayout(NamedTuple):
+    """Padded group structure over N instances.
+
+    index (G, n_max) int: instance index of each slot (padding slots point at instance 0);
+    valid (G, n_max) bool: real slot; size (G,) int: n_g.
+    """
+    index: jnp.ndarray
+    valid: jnp.ndarray
+    size: jnp.ndarray
+
+
+class SignDraw(NamedTuple):
+    positive: jnp.ndarray   # (G, n_max) bool, the drawn sign pattern (False on padding)
+    log_norm: jnp.ndarray   # (G,) log sum over patterns of prod Bern * weight = log p(obs_g | f)
+
+
+def _flags(kind):
+    need_pos = (kind == 1) | (kind == 3)
+    need_neg = kind == 1
+    forbid_pos = kind == 0
+    forbid_neg = kind == 2
+    return need_pos, need_neg, forbid_pos, forbid_neg
+
+
+def constraint_flags(kind: jnp.ndarray) -> tuple:
+    """Flags (need_pos, need_neg, forbid_pos, forbid_neg) of constraint codes.
+
+    Codes: 0 negative (all z < 0), 1 mixed (>= 1 of each), 2 positive (all z > 0), 3 at least one positive,
+    4 free (no constraint; measurement-only groups).
+    """
+    return _flags(jnp.asarray(kind))
+
+
+def count_constraint_log_weight(kind: jnp.ndarray, size: jnp.ndarray, n_max: int) -> jnp.ndarray:
+    """(G, n_max + 1) log indicator over counts k of the constraint codes (see ``constraint_flags``)."""
+    k = jnp.arange(n_max + 1)[None, :]
+    n = size[:, None]
+    kind = kind[:, None]
+    ok = jnp.where(kind == 0, k == 0,
+         jnp.where(kind == 1, (k >= 1) & (k <= n - 1),
+         jnp.where(kind == 2, k == n,
+         jnp.where(kind == 3, k >= 1, True))))
+    return jnp.where(ok & (k <= n), 0.0, NEG_INF)
+
+
+def measurement_log_weight(fraction: jnp.ndarray, size: jnp.ndarray, chi: float, n_max: int) -> jnp.ndarray:
+    """(G, n_max + 1) log Beta(m_g; chi lambda + 1, chi (1 - lambda) + 1), lambda = k / n_g (MODELS.md Sec. 5)."""
+    k = jnp.arange(n_max + 1)[None, :]
+    n = jnp.maximum(size[:, None], 1)
+    lam = jnp.clip(k / n, 0.0, 1.0)
+    alpha = chi * lam + 1.0
+    beta = chi * (1.0 - lam) + 1.0
+    m = fraction[:, None]
+    logw = xlogy(alpha - 1.0, m) + xlogy(beta - 1.0, 1.0 - m) - betaln(alpha, beta)
+    return jnp.where(k <= size[:, None], logw, NEG_INF)
+
+
+def _instance_log_probs(f: jnp.ndarray, layout: GroupLayout):
+    """(G, n_max) log Phi(f_i), log Phi(-f_i) at the slots; padding contributes nothing (handled by ``valid``)."""
+    fg = f[layout.index]
+    return log_ndtr(fg), log_ndtr(-fg)
+
+
+def _categorical(key, logits):
+    """Gumbel-max draw of the last axis (logits may hold -inf)."""
+    g = jax.random.gumbel(key, logits.shape)
+    return jnp.argmax(jnp.where(jnp.isneginf(logits), NEG_INF, logits + g), axis=-1)
+
+
+# --- summary state (any_pos, any_neg): state = any_pos + 2 any_neg -------------------------------------------
+
+def _automaton_forward(alpha, lp, lq):
+    """One instance: alpha (G, 4) -> alpha' with a positive (s -> s|1) or a negative (s -> s|2) sign."""
+    a0, a1, a2, a3 = alpha[:, 0], alpha[:, 1], alpha[:, 2], alpha[:, 3]
+    ninf = jnp.full_like(a0, NEG_INF)
+    from_pos = jnp.stack([ninf, jnp.logaddexp(a0, a1), ninf, jnp.logaddexp(a2, a3)], axis=1) + lp[:, None]
+    from_neg = jnp.stack([ninf, ninf, jnp.logaddexp(a0, a2), jnp.logaddexp(a1, a3)], axis=1) + lq[:, None]
+    return jnp.logaddexp(from_pos, from_neg)
+
+
+_STATES = jnp.arange(4)
+
+
+def sample_signs_constrained(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray) -> SignDraw:
+    """Exact draw of every group's sign pattern under its constraint code (``constraint_flags``), O(G n_max)."""
+    need_pos, need_neg, forbid_pos, forbid_neg = constraint_flags(kind)
+    lp, lq = _instance_log_probs(f, layout)
+    lp = jnp.where(forbid_pos[:, None], NEG_INF, lp)
+    lq = jnp.where(forbid_neg[:, None], NEG_INF, lq)
+    n_groups = lp.shape[0]
+    alpha0 = jnp.full((n_groups, 4), NEG_INF).at[:, 0].set(0.0)
+
+    def forward(alpha, xs):
+        lp_i, lq_i, valid_i = xs
+        new = _automaton_forward(alpha, lp_i, lq_i)
+        new = jnp.where(valid_i[:, None], new, alpha)
+        return new, alpha  # emit the alpha *before* instance i
+
+    xs = (lp.T, lq.T, layout.valid.T)
+    alpha_n, alpha_before = lax.scan(forward, alpha0, xs)
+    any_pos = (_STATES & 1) > 0
+    any_neg = (_STATES & 2) > 0
+    end_ok = (any_pos[None, :] | ~need_pos[:, None]) & (any_neg[None, :] | ~need_neg[:, None])
+    end_logits = jnp.where(end_ok, alpha_n, NEG_INF)
+    log_norm = logsumexp(end_logits, axis=1)
+    key_end, key_back = jax.random.split(key)
+    state_n = _categorical(key_end, end_logits)
+
+    prev_via_pos = (_STATES[:, None] | 1) == _STATES[None, :]   # [s, s'] s|1 == s'
+    prev_via_neg = (_STATES[:, None] | 2) == _STATES[None, :]
+
+    def backward(state, xs):
+        key_i, alpha_prev, lp_i, lq_i, valid_i = xs
+        ok_pos = prev_via_pos[:, state].T   # (G, 4): s with s|1 == state
+        ok_neg = prev_via_neg[:, state].T
+        logits = jnp.concatenate([jnp.where(ok_pos, alpha_prev + lp_i[:, None], NEG_INF),
+                                  jnp.where(ok_neg, alpha_prev + lq_i[:, None], NEG_INF)], axis=1)
+        choice = _categorical(key_i, logits)
+        positive = choice < 4
+        prev = choice % 4
+        return jnp.where(valid_i, prev, state), positive & valid_i
+
+    n_max = lp.shape[1]
+    keys = jax.random.split(key_back, n_max)
+    _, signs = lax.scan(backward, state_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True)
+    return SignDraw(positive=signs.T, log_norm=log_norm)
+
+
+def sample_signs_by_count(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, log_weight: jnp.ndarray) -> SignDraw:
+    """Exact draw of every group's sign pattern with weight w_g(k) over the count k of positives.
+
+    log_weight (G, n_max + 1): log w_g(k) (``measurement_log_weight`` + ``count_constraint_log_weight``).
+    Forward: alpha_i(k) = log P(k positives among the first i). Backward: given k after instance i,
+    P(s_i = 1) ∝ Phi(f_i) exp(alpha_{i-1}(k - 1)). O(G n_max^2).
+    """
+    lp, lq = _instance_log_probs(f, layout)
+    n_groups, n_max = lp.shape
+    alpha0 = jnp.full((n_groups, n_max + 1), NEG_INF).at[:, 0].set(0.0)
+
+    def shift(a):  # a(k - 1)
+        return jnp.concatenate([jnp.full((n_groups, 1), NEG_INF), a[:, :-1]], axis=1)
+
+    def forward(alpha, xs):
+        lp_i, lq_i, valid_i = xs
+        new = jnp.logaddexp(alpha + lq_i[:, None], shift(alpha) + lp_i[:, None])
+        return jnp.where(valid_i[:, None], new, alpha), alpha
+
+    alpha_n, alpha_before = lax.scan(forward, alpha0, (lp.T, lq.T, layout.valid.T))
+    end_logits = alpha_n + log_weight
+    log_norm = logsumexp(end_logits, axis=1)
+    key_end, key_back = jax.random.split(key)
+    count_n = _categorical(key_end, end_logits)
+    rows = jnp.arange(n_groups)
+
+    def backward(count, xs):
+        key_i, alpha_prev, lp_i, lq_i, valid_i = xs
+        logit_pos = jnp.where(count >= 1, alpha_prev[rows, jnp.maximum(count - 1, 0)] + lp_i, NEG_INF)
+        logit_neg = alpha_prev[rows, count] + lq_i
+        positive = _categorical(key_i, jnp.stack([logit_neg, logit_pos], axis=1)) == 1
+        positive = positive & valid_i
+        return count - positive.astype(count.dtype), positive
+
+    keys = jax.random.split(key_back, n_max)
+    _, signs = lax.scan(backward, count_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True)
+    return SignDraw(positive=signs.T, log_norm=log_norm)
+
+
+def pattern_log_weight(positive: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray,
+                       log_weight: jnp.ndarray | None) -> jnp.ndarray:
+    """(G,) log w_g(s) of sign patterns: constraint indicator (codes) plus the count weight if given."""
+    count = jnp.sum(positive & layout.valid, axis=1)
+    out = jnp.where(group_signs_satisfy(positive, layout, kind), 0.0, NEG_INF)
+    if log_weight is not None:
+        out = out + jnp.take_along_axis(log_weight, count[:, None], axis=1)[:, 0]
+    return out
+
+
+def group_signs_satisfy(positive: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray) -> jnp.ndarray:
+    """(G,) bool: the sign pattern satisfies each group's constraint code."""
+    need_pos, need_neg, forbid_pos, forbid_neg = constraint_flags(kind)
+    any_pos = jnp.any(positive & layout.valid, axis=1)
+    any_neg = jnp.any(~positive & layout.valid, axis=1)
+    return (any_pos | ~need_pos) & (any_neg | ~need_neg) & ~(any_pos & forbid_pos) & ~(any_neg & forbid_neg)
+
+
+def draw_z_given_signs(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, positive: jnp.ndarray,
+                       z_old: jnp.ndarray) -> jnp.ndarray:
+    """Scatter univariate truncated normals z_i | s_i, f_i back to the (N,) vector (padding slots ignored)."""
+    fg = f[layout.index]
+    zg = sample_orthant_normal(key, fg, positive)
+    flat_index = jnp.where(layout.valid, layout.index, f.shape[0])  # padding -> out of range, dropped
+    return z_old.at[flat_index.ravel()].set(zg.ravel(), mode="drop")
+
+
+# --- the thesis' Metropolis samplers (kept for comparison) --------------------------------------------------
+
+def mh_constrained_step(key: jax.Array, z: jnp.ndarray, f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray,
+                        log_weight: jnp.ndarray | None = None):
+    """Independence MH per group with the unrestricted N(f_g, I) as proposal (thesis Sec. 4.1).
+
+    Target ∝ N(z_g; f_g, I) w_g(s(z_g)); with this proposal the acceptance ratio is w_g(s') / w_g(s).
+    Returns (z_new, accepted (G,) bool).
+    """
+    k_prop, k_acc = jax.random.split(key)
+    fg = f[layout.index]
+    zg = z[layout.index]
+    prop = fg + jax.random.normal(k_prop, fg.shape)
+    log_ratio = pattern_log_weight(prop > 0, layout, kind, log_weight) - \
+        pattern_log_weight(zg > 0, layout, kind, log_weight)
+    log_ratio = jnp.where(jnp.isnan(log_ratio), NEG_INF, log_ratio)
+    accept = jnp.log(jax.random.uniform(k_acc, log_ratio.shape)) < log_ratio
+    new = jnp.where(accept[:, None], prop, zg)
+    flat_index = jnp.where(layout.valid, layout.index, f.shape[0])
+    return z.at[flat_index.ravel()].set(new.ravel(), mode="drop"), accept
+
+
+def mh_weighted_step(key: jax.Array, z: jnp.ndarray, f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray,
+                     log_weight: jnp.ndarray | None):
+    """Random-walk Metropolis per group, step 2.4 / sqrt(n_g) (thesis Sec. 4.1, measurement model)."""
+    k_prop, k_acc = jax.random.split(key)
+    fg = f[layout.index]
+    zg = z[layout.index]
+    step = 2.4 / jnp.sqrt(jnp.maximum(layout.size, 1))[:, None]
+    prop = zg + step * jax.random.normal(k_prop, zg.shape)
+
+    def log_target(v):
+        gauss = -0.5 * jnp.sum(jnp.where(layout.valid, (v - fg) ** 2, 0.0), axis=1)
+        return gauss + pattern_log_weight(v > 0, layout, kind, log_weight)
+
+    log_ratio = log_target(prop) - log_target(zg)
+    log_ratio = jnp.where(jnp.isnan(log_ratio), NEG_INF, log_ratio)
+    accept = jnp.log(jax.random.uniform(k_acc, log_ratio.shape)) < log_ratio
+    new = jnp.where(accept[:, None], prop, zg)
+    flat_index = jnp.where(layout.valid, layout.index, f.shape[0])
+    return z.at[flat_index.ravel()].set(new.ravel(), mode="drop"), accept
