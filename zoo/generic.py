@@ -21,14 +21,21 @@ from zoo.results import Fit, to_inference_data
 __all__ = ["GENERIC_METHODS", "run_nuts", "run_svi", "run_map"]
 
 
+def _trace(program: Callable, program_kwargs: Mapping[str, Any], seed: int):
+    # latent values from init_to_uniform, never from the prior: improper priors cannot be sampled
+    seeded = numpyro.handlers.seed(program, seed)
+    substituted = numpyro.handlers.substitute(seeded, substitute_fn=numpyro.infer.init_to_uniform)
+    return numpyro.handlers.trace(substituted).get_trace(**program_kwargs)
+
+
 def _observed(program: Callable, program_kwargs: Mapping[str, Any], seed: int) -> dict[str, np.ndarray]:
-    tr = numpyro.handlers.trace(numpyro.handlers.seed(program, seed)).get_trace(**program_kwargs)
+    tr = _trace(program, program_kwargs, seed)
     return {name: np.asarray(site["value"]) for name, site in tr.items()
             if site["type"] == "sample" and site["is_observed"]}
 
 
 def _latent_names(program: Callable, program_kwargs: Mapping[str, Any]) -> list[str]:
-    tr = numpyro.handlers.trace(numpyro.handlers.seed(program, 0)).get_trace(**program_kwargs)
+    tr = _trace(program, program_kwargs, 0)
     return [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
 
 
@@ -82,7 +89,7 @@ def run_map(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int =
             predictor=None, headline=None, data=None) -> Fit:
     """MAP by optax (Adam) on the program's unconstrained latent sites; each chain is a random restart."""
     guides, params_all, losses = _optimize(program, program_kwargs,
-                                           lambda p: autoguide.AutoDelta(p, init_loc_fn=numpyro.infer.init_to_sample),
+                                           lambda p: autoguide.AutoDelta(p, init_loc_fn=numpyro.infer.init_to_uniform),
                                            seed=seed, num_chains=num_chains, num_steps=num_steps,
                                            learning_rate=learning_rate, progress_bar=progress_bar)
     draws = [guide.median(params) for guide, params in zip(guides, params_all)]

@@ -9,6 +9,7 @@ import pathlib
 import time
 
 import numpy as np
+from tqdm.auto import tqdm
 
 import zoo
 from zoo.bench import register_benchmark, timeit_best
@@ -42,7 +43,7 @@ def sec2_accuracies(n_datasets: int, n_restarts: int, seed: int = 0) -> dict:
     }
     out = {name: {"best": [], "any": []} for name in fits}
     tau = []
-    for d in range(n_datasets):
+    for d in tqdm(range(n_datasets), desc="Sec. 2 data sets"):
         X, z = mixture_data_sec2(n_points=200, seed=seed + d)
         for name, (method, cols) in fits.items():
             spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag",
@@ -97,7 +98,7 @@ def sec52_errors(n_datasets: int, n_images: int, n_restarts: int, seed: int = 10
     }
     rms = {name: {"relevant": [], "all": []} for name in fits}
     tau = []
-    for d in range(n_datasets):
+    for d in tqdm(range(n_datasets), desc="Sec. 5.2 data sets"):
         train, true_means = translation_data_sec52(n_images=n_images, seed=seed + d)
         for name, (method, covariance, cols) in fits.items():
             data = zoo.data.AnnotatedRegions(train.X[:, cols], train.image_ids, train.keywords, train.vocabulary,
