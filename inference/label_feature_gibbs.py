@@ -190,7 +190,7 @@ def sample_labels_constrained(problem, Y, loglik, key):
         allowed_now = jnp.where(must, needed, problem.allowed[u])
         logits = jnp.where(allowed_now, loglik[u], -jnp.inf)
         proba = jax.nn.softmax(logits, axis=-1)
-        y_new = jax.random.categorical(k, logits, axis=-1)
+        y_new = jax.random.categorical(k, logits, axis=-1).astype(Y.dtype)
         y_new = jnp.where(valid, y_new, Y[u])
         counts = others + jax.nn.one_hot(y_new, n_concepts) * valid[:, None]
         Y = Y.at[jnp.where(valid, units, n)].set(y_new, mode="drop")
@@ -313,8 +313,7 @@ def initial_labels(problem: RegionProblem, key):
     safe = jnp.where(valid, problem.image_slots, 0)
     forced = jnp.take_along_axis(kw_sorted, jnp.minimum(rank, n_concepts - 1), axis=1)
     y_slot = jnp.where(rank < n_kw[:, None], forced, rest[safe])
-    return jnp.zeros(n, jnp.int32).at[jnp.where(valid, problem.image_slots, n)].set(
-        y_slot.astype(jnp.int32), mode="drop")
+    return jnp.zeros(n, int).at[jnp.where(valid, problem.image_slots, n)].set(y_slot.astype(int), mode="drop")
 
 
 def init_state(problem: RegionProblem, variant: str, key, num_warmup=0) -> GibbsState:
@@ -367,6 +366,23 @@ class LabelFeatureGibbs(MCMCKernel):
         return lambda z: z
 
 
+@partial(jax.jit, static_argnames=("variant",))
+def _init_chains(problem, keys, num_warmup, *, variant):
+    return jax.vmap(lambda k: init_state(problem, variant, k, num_warmup=num_warmup))(keys)
+
+
+@partial(jax.jit, static_argnames=("variant", "chunk", "names"))
+def _run_chunk(problem, state, n_active, *, variant, chunk, names):
+    """``chunk`` sweeps of every chain (the first ``n_active`` applied), collecting ``names`` of ``z``; the problem
+    is an argument, so data of the same shapes reuse one compilation."""
+    def one_chain(st):
+        def body(s, i):
+            s = jax.lax.cond(i < n_active, lambda t: gibbs_sweep(problem, variant, t), lambda t: t, s)
+            return s, {k: s.z[k] for k in names}
+        return jax.lax.scan(body, st, jnp.arange(chunk))
+    return jax.vmap(one_chain)(state)
+
+
 def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2, num_warmup: int = 200,
               num_samples: int = 1000, thinning: int = 1, collect=None, progress_bar: bool = True,
               chunk: int = 50):
@@ -380,23 +396,15 @@ def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2,
     from tqdm.auto import tqdm
 
     keys = jax.random.split(key, num_chains)
-    state = jax.vmap(lambda k: init_state(problem, variant, k, num_warmup=num_warmup))(keys)
-    names = list(state.z) if collect is None else list(collect)
-
-    def one_chain(st, n_active):
-        def body(s, i):
-            s = jax.lax.cond(i < n_active, lambda t: gibbs_sweep(problem, variant, t), lambda t: t, s)
-            return s, {k: s.z[k] for k in names}
-        return jax.lax.scan(body, st, jnp.arange(chunk))
-
-    run_chunk = jax.jit(jax.vmap(one_chain, in_axes=(0, None)))
+    state = _init_chains(problem, keys, jnp.asarray(num_warmup), variant=variant)
+    names = tuple(state.z) if collect is None else tuple(collect)
     total = num_warmup + num_samples
     kept = {k: [] for k in names}
     done = 0
     bar = tqdm(total=total, desc=f"{variant} collapsed Gibbs", disable=not progress_bar, leave=False)
     while done < total:
         n_active = min(chunk, total - done)
-        state, out = run_chunk(state, n_active)
+        state, out = _run_chunk(problem, state, jnp.asarray(n_active), variant=variant, chunk=chunk, names=names)
         index = np.arange(done, done + n_active)
         sel = np.nonzero((index >= num_warmup) & ((index - num_warmup) % thinning == 0))[0]
         if sel.size:

@@ -1,0 +1,172 @@
+"""Gustafson et al. 2007: the collapsed sweep against brute-force enumeration (FS) and a Geweke joint-distribution
+test against the NumPyro program (CVFS), plus the numpyro.infer.MCMC wrapper."""
+import itertools
+
+import zoo  # noqa: F401  (float64)
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import pytest
+from numpyro.handlers import condition, seed, trace
+
+from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
+from zoo.inference.label_feature_gibbs import (BetaMixture, LabelFeatureGibbs, gibbs_sweep, init_state, run_gibbs)
+from zoo.models.feature_selection import (DeltaOmegaPrior, collapsed_log_density, concept_masks, coverage_ok,
+                                          feature_selection_model)
+
+# two images of two segments; image 0 annotated with concept 1, image 1 with concept 2 (K = 2), p = 2
+IMAGE_INDEX = np.array([0, 0, 1, 1])
+KEYWORDS = np.array([[False, True, False], [False, False, True]])
+ALLOWED = np.array([[True, True, False], [True, True, False], [True, False, True], [True, False, True]])
+SLOTS = np.array([[0, 1], [2, 3]])
+P = 2
+
+
+def _problem(X, delta0=np.zeros(P), Omega0=np.eye(P)):
+    return numpyro_free_problem(X, delta0, Omega0)
+
+
+def numpyro_free_problem(X, delta0, Omega0):
+    from zoo.inference.label_feature_gibbs import RegionProblem
+    alpha = BetaMixture(jnp.array([0.5, 0.5]), jnp.array([1.0, 10.0]), jnp.array([10.0, 1.0]))
+    return RegionProblem(X=jnp.asarray(X), allowed=jnp.asarray(ALLOWED), keyword_mask=jnp.asarray(KEYWORDS),
+                         image_slots=jnp.asarray(SLOTS), concept_prior=ConceptPrior(),
+                         delta_omega_prior=NIWPrior(jnp.asarray(P + 2.0), jnp.eye(P), jnp.asarray(1.0), jnp.zeros(P)),
+                         alpha_prior=alpha, inclusion_logit=jnp.asarray(0.0), delta0=jnp.asarray(delta0),
+                         Omega0=jnp.asarray(Omega0))
+
+
+X_TINY = np.array([[1.2, -0.3], [-0.4, 0.9], [0.2, 1.5], [-1.1, -0.2]])
+
+
+def _enumerate_fs(X):
+    """Exact posterior over (Y, M) of FS with (delta, Omega) = (0, I): all label vectors under S_i and coverage."""
+    states, logp = [], []
+    per_unit = [np.nonzero(a)[0] for a in ALLOWED]
+    for Y in itertools.product(*per_unit):
+        Y = np.array(Y)
+        if not bool(coverage_ok(jnp.asarray(Y), jnp.asarray(IMAGE_INDEX), jnp.asarray(KEYWORDS))):
+            continue
+        for m in itertools.product([False, True], repeat=P):
+            masks = concept_masks("fs", jnp.asarray(m), 3, P)
+            states.append((tuple(Y), m))
+            logp.append(float(collapsed_log_density(jnp.asarray(Y), masks, jnp.zeros(P), jnp.eye(P), jnp.asarray(X))))
+    logp = np.array(logp)
+    prob = np.exp(logp - logp.max())
+    return states, prob / prob.sum()
+
+
+def test_fs_sweep_matches_brute_force_enumeration():
+    states, exact = _enumerate_fs(X_TINY)
+    draws, last = run_gibbs(_problem(X_TINY), "fs", jax.random.PRNGKey(0), num_chains=4, num_warmup=100,
+                            num_samples=5000, collect=("Y", "M"), progress_bar=False, chunk=500)
+    Y = draws["Y"].reshape(-1, 4)
+    M = draws["M"][:, :, 0].reshape(-1, P)
+    index = {s: i for i, s in enumerate(states)}
+    counts = np.zeros(len(states))
+    for y, m in zip(map(tuple, Y), map(tuple, M.astype(bool))):
+        counts[index[(y, m)]] += 1
+    freq = counts / counts.sum()
+    assert 0.5 * np.abs(freq - exact).sum() < 0.04          # total variation
+    # Rao-Blackwellized label probabilities (eq. 1 averaged over sweeps) against the exact marginals
+    rb = np.asarray(last.proba_sum).sum(0) / np.asarray(last.n_kept).sum()
+    exact_marg = np.zeros((4, 3))
+    for (y, _), w in zip(states, exact):
+        exact_marg[np.arange(4), list(y)] += w
+    assert np.allclose(rb, exact_marg, atol=0.03)
+    assert np.allclose(rb.sum(1), 1.0) and np.all(rb[~ALLOWED] == 0)
+
+
+def _program_kwargs():
+    return dict(variant="cvfs", n_features=P, concept_prior=ConceptPrior(), delta_omega_prior=DeltaOmegaPrior())
+
+
+def _forward_draws(key, n):
+    """Marginal-conditional simulator: (theta, X) from the program; coverage and the observed M_0 = 0 by rejection."""
+    args = (jnp.asarray(ALLOWED), jnp.asarray(IMAGE_INDEX), jnp.asarray(KEYWORDS))
+
+    def one(k):
+        tr = trace(seed(feature_selection_model, k)).get_trace(*args, **_program_kwargs())
+        v = {name: site["value"] for name, site in tr.items() if site["type"] == "sample"}
+        ok = coverage_ok(v["Y"], args[1], args[2])
+        keep = ok & (jax.random.uniform(jax.random.fold_in(k, 7)) < jnp.prod(1.0 - v["alpha"]))
+        return v, keep
+
+    values, keep = jax.jit(jax.vmap(one))(jax.random.split(key, n))
+    keep = np.asarray(keep)
+    return {k: np.asarray(v)[keep] for k, v in values.items()}
+
+
+def _test_functions(Y, M, alpha, delta, Omega, X):
+    """Functions of (theta, X) compared between the two simulators; shapes (..., n_functions). Bounded or
+    log-transformed, because inverse-Wishart draws with few degrees of freedom have no variance."""
+    diag = jnp.diagonal(Omega, axis1=-2, axis2=-1)
+    corr = Omega[..., :1, 1] / jnp.sqrt(diag[..., :1] * diag[..., 1:])
+    return jnp.concatenate([M.reshape(M.shape[:-2] + (-1,)), alpha, jnp.arctan(delta), jnp.log(diag), corr,
+                            (Y == 0).mean(-1, keepdims=True), (Y == 1).mean(-1, keepdims=True),
+                            jnp.arctan(X).mean(-2), jnp.arctan(X ** 2).mean(-2),
+                            M.sum((-2, -1))[..., None] * 1.0], axis=-1)
+
+
+def _successive_chain(key, start, n_iter):
+    """Successive-conditional simulator: X | theta from the program, then one collapsed sweep theta | X."""
+    args = (jnp.asarray(ALLOWED), jnp.asarray(IMAGE_INDEX), jnp.asarray(KEYWORDS))
+    problem = _problem(start["X"])
+    state = init_state(problem, "cvfs", key)
+    state = state._replace(Y=jnp.asarray(start["Y"]), M=jnp.concatenate([jnp.zeros((1, P), bool),
+                                                                          jnp.asarray(start["M"], bool)]),
+                           alpha=jnp.asarray(start["alpha"]), delta=jnp.asarray(start["delta"]),
+                           Omega=jnp.asarray(start["Omega"]))
+
+    def step(carry, k):
+        state, X = carry
+        fixed = {"Y": state.Y, "M": state.M[1:].astype(jnp.float64), "alpha": state.alpha, "delta": state.delta,
+                 "Omega": state.Omega}
+        tr = trace(seed(condition(feature_selection_model, fixed), k)).get_trace(*args, **_program_kwargs())
+        X = tr["X"]["value"]
+        state = gibbs_sweep(problem._replace(X=X), "cvfs", state)
+        g = _test_functions(state.Y, state.M[1:].astype(jnp.float64), state.alpha, state.delta, state.Omega, X)
+        return (state, X), g
+
+    _, g = jax.jit(lambda s, keys: jax.lax.scan(step, (s, jnp.asarray(start["X"])), keys))(
+        state, jax.random.split(key, n_iter))
+    return np.asarray(g)
+
+
+def _batch_se(g, n_batches=50):
+    b = g[: len(g) // n_batches * n_batches].reshape(n_batches, -1, g.shape[-1]).mean(1)
+    return b.std(0, ddof=1) / np.sqrt(n_batches)
+
+
+def _geweke(n_forward, n_chain):
+    fwd = _forward_draws(jax.random.PRNGKey(1), n_forward)
+    g_fwd = np.asarray(_test_functions(jnp.asarray(fwd["Y"]), jnp.asarray(fwd["M"]), jnp.asarray(fwd["alpha"]),
+                                       jnp.asarray(fwd["delta"]), jnp.asarray(fwd["Omega"]), jnp.asarray(fwd["X"])))
+    start = {k: v[0] for k, v in fwd.items()}
+    g_chain = _successive_chain(jax.random.PRNGKey(2), start, n_chain)
+    se = np.sqrt(g_fwd.var(0) / len(g_fwd) + _batch_se(g_chain) ** 2)
+    z = (g_fwd.mean(0) - g_chain.mean(0)) / se
+    assert np.all(np.abs(z) < 4.5), np.round(z, 2)
+
+
+def test_cvfs_sweep_passes_geweke_joint_distribution_test():
+    _geweke(12000, 6000)
+
+
+@pytest.mark.slow
+def test_cvfs_sweep_passes_long_geweke_test():
+    _geweke(100000, 60000)
+
+
+def test_numpyro_mcmc_drives_the_kernel():
+    mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(_problem(X_TINY), "full"), num_warmup=5, num_samples=10, num_chains=2,
+                              chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(0))
+    samples = mcmc.get_samples(group_by_chain=True)
+    assert samples["Y"].shape == (2, 10, 4) and samples["M"].shape == (2, 10, 3, P)
+    Y = np.asarray(samples["Y"])
+    assert np.all((Y[..., :2] == 1).any(-1)) and np.all((Y[..., 2:] == 2).any(-1))   # coverage holds
+    with pytest.raises(ValueError, match="variant"):
+        LabelFeatureGibbs(_problem(X_TINY), "lasso")
