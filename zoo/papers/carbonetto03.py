@@ -338,40 +338,37 @@ register_model(
     program_args=lambda spec, data: _program_kwargs(spec, *_translation_arrays(data)))
 
 
-@register_method("carbonetto03.shrinkage_mixture", "map_em")
-def _mixture_map_em(spec, data, seed=0, **options) -> Fit:
-    """MAP-EM with the paper's shrinkage updates (one draw per chain; chains are random restarts)."""
-    opts = _em_options(**options)
+def _mixture_data(spec, data):
     X = _mixture_arrays(spec, data)
-    allowed = np.ones((X.shape[0], spec.options["n_components"]), bool)
-    return _em_fit(spec, X, allowed, "map_em", use_prior=True, learn_weights=True, seed=seed,
-                   predictor=_predict_mixture, data=X, **opts)
+    return X, np.ones((X.shape[0], spec.options["n_components"]), bool), X
 
 
-@register_method("carbonetto03.shrinkage_mixture", "ml_em")
-def _mixture_ml_em(spec, data, seed=0, **options) -> Fit:
-    """Maximum-likelihood EM (no priors; ``reg_covar`` floors the variances as scikit-learn does)."""
-    opts = _em_options(**options)
-    X = _mixture_arrays(spec, data)
-    allowed = np.ones((X.shape[0], spec.options["n_components"]), bool)
-    return _em_fit(spec, X, allowed, "ml_em", use_prior=False, learn_weights=True, seed=seed,
-                   predictor=_predict_mixture, data=X, **opts)
-
-
-@register_method("carbonetto03.translation", "map_em")
-def _translation_map_em(spec, data, seed=0, **options) -> Fit:
-    """MAP-EM of the translation model (paper Sec. 5.1 updates with the shrinkage prior)."""
-    opts = _em_options(**options)
+def _translation_data(spec, data):
     X, allowed = _translation_arrays(data)
-    _data_moments(X)
-    return _em_fit(spec, X, allowed, "map_em", use_prior=True, learn_weights=False, seed=seed,
-                   predictor=_predict_translation, data=data, **opts)
+    return X, allowed, data
 
 
-@register_method("carbonetto03.translation", "ml_em")
-def _translation_ml_em(spec, data, seed=0, **options) -> Fit:
-    """Maximum-likelihood EM of the translation model (no priors)."""
-    opts = _em_options(**options)
-    X, allowed = _translation_arrays(data)
-    return _em_fit(spec, X, allowed, "ml_em", use_prior=False, learn_weights=False, seed=seed,
-                   predictor=_predict_translation, data=data, **opts)
+def _em_method(model_id, name, *, use_prior, arrays, predictor, learn_weights, doc):
+    """Register one EM variant: validate options and data first, then run the shared EM fit."""
+    def runner(spec, data, seed=0, **options) -> Fit:
+        opts = _em_options(**options)
+        X, allowed, kept = arrays(spec, data)
+        return _em_fit(spec, X, allowed, name, use_prior=use_prior, learn_weights=learn_weights, seed=seed,
+                       predictor=predictor, data=kept, **opts)
+
+    runner.__doc__ = doc
+    register_method(model_id, name)(runner)
+
+
+_em_method("carbonetto03.shrinkage_mixture", "map_em", use_prior=True, arrays=_mixture_data,
+           predictor=_predict_mixture, learn_weights=True,
+           doc="MAP-EM with the paper's shrinkage updates (one draw per chain; chains are random restarts).")
+_em_method("carbonetto03.shrinkage_mixture", "ml_em", use_prior=False, arrays=_mixture_data,
+           predictor=_predict_mixture, learn_weights=True,
+           doc="Maximum-likelihood EM (no priors; ``reg_covar`` floors the variances as scikit-learn does).")
+_em_method("carbonetto03.translation", "map_em", use_prior=True, arrays=_translation_data,
+           predictor=_predict_translation, learn_weights=False,
+           doc="MAP-EM of the translation model (paper Sec. 5.1 updates with the shrinkage prior).")
+_em_method("carbonetto03.translation", "ml_em", use_prior=False, arrays=_translation_data,
+           predictor=_predict_translation, learn_weights=False,
+           doc="Maximum-likelihood EM of the translation model (no priors).")
