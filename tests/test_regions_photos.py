@@ -1,4 +1,4 @@
-"""Bring your own photos (issue 7): folder + captions -> AnnotatedRegions; every bad input an error or a counted skip."""
+"""Bring your own photos (issue 7): folder + captions -> AnnotatedRegions; bad input: an error or a counted skip."""
 import argparse
 
 import numpy as np

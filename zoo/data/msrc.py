@@ -41,7 +41,7 @@ MSRC_CLASSES = ("building", "grass", "tree", "cow", "horse", "sheep", "sky", "mo
                 "boat")  # label value k in 1..23 is MSRC_CLASSES[k - 1]; 0 is void (PROVENANCE.md)
 MSRC21_DROPPED = ("horse", "mountain")
 _N_LABEL_VALUES = len(MSRC_CLASSES) + 1
-_CACHE_VERSION = 3  # bump whenever segmentation or statistics code changes its output
+_CACHE_VERSION = 4  # bump whenever segmentation or statistics code changes its output
 _ANNOTATION_FOLDERS = {"original": "labels", "cleaned": "labels_cleaned"}
 
 

@@ -139,9 +139,11 @@ def superpixel_graph(lab_image: np.ndarray, superpixels: np.ndarray, sigma: floa
     return W
 
 
-def _best_bipartition(W: np.ndarray) -> tuple[float, np.ndarray | None]:
+def _best_bipartition(W: np.ndarray, sizes: np.ndarray | None = None,
+                      min_size: float = 0.0) -> tuple[float, np.ndarray | None]:
     """The best two-way normalized cut of the graph W: (ncut value, boolean side A) or (inf, None).
 
+    Only splits whose two sides each have total node size (``sizes``, (n,)) at least ``min_size`` are allowed.
     Solves (D - W) y = lambda D y densely (scipy.linalg.eigh) for the second eigenvector y and splits it at the
     threshold with the smallest Ncut(A, B) = cut/assoc(A, V) + cut/assoc(B, V) (Shi & Malik 2000, eq. 2 and
     Sec. 3.1, step 3). Shi & Malik try l evenly spaced thresholds; here every one of the n - 1 thresholds between
@@ -168,7 +170,13 @@ def _best_bipartition(W: np.ndarray) -> tuple[float, np.ndarray | None]:
     assoc_b = degree.sum() - assoc_a
     with np.errstate(divide="ignore", invalid="ignore"):
         values = np.where((assoc_a > 0) & (assoc_b > 0), cut / assoc_a + cut / assoc_b, np.inf)
+    if sizes is not None:
+        cumulative = np.cumsum(np.asarray(sizes, dtype=np.float64)[order])
+        size_a, size_b = cumulative[:-1], cumulative[-1] - cumulative[:-1]
+        values = np.where((size_a >= min_size) & (size_b >= min_size), values, np.inf)
     k = int(np.argmin(values))
+    if not np.isfinite(values[k]):
+        return np.inf, None
     side = np.zeros(n, dtype=bool)
     side[order[:k + 1]] = True
     return float(max(values[k], 0.0)), side
@@ -196,10 +204,9 @@ def normalized_cut_partition(W: np.ndarray, sizes: np.ndarray, thresh: float, mi
 
     def push(nodes):
         nonlocal counter
-        value, side = _best_bipartition(W[np.ix_(nodes, nodes)]) if nodes.size >= 2 else (np.inf, None)
-        ok = side is not None and np.isfinite(value) and sizes[nodes[side]].sum() >= min_size \
-            and sizes[nodes[~side]].sum() >= min_size
-        if ok:
+        value, side = _best_bipartition(W[np.ix_(nodes, nodes)], sizes[nodes], min_size) \
+            if nodes.size >= 2 else (np.inf, None)
+        if side is not None:
             frontier.append((value, counter, nodes, side))
         else:
             final.append(nodes)
