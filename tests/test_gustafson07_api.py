@@ -1,0 +1,114 @@
+"""Gustafson et al. 2007 through the public API: zoo.model / zoo.fit / fit.predict, bad input, priors, diagnostics,
+and recovery of the relevant features on the Sec. 6 design."""
+import arviz as az
+import numpy as np
+import pytest
+
+import zoo
+from zoo.data import AnnotatedRegions
+from zoo.data.gustafson07 import sec6_synthetic
+from zoo.diagnostics import independence_switch_rate, plot_switch_rates, switch_rates, thinned_switch_rate
+
+
+def _regions(X=None, image_ids=(0, 0, 0, 1, 1, 1), keywords=(("sky", "sea"), ("sky",)), vocabulary=("sky", "sea")):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(len(image_ids), 3)) if X is None else X
+    return AnnotatedRegions(X=X, image_ids=np.array(image_ids), keywords=[list(k) for k in keywords],
+                            vocabulary=list(vocabulary))
+
+
+@pytest.fixture(scope="module")
+def sec6_fit():
+    """CVFS on Sec. 6 data with a strong signal (Delta = 1.2): supervised through one-segment images."""
+    regions = sec6_synthetic(n_per_concept=40, delta=1.2, seed=3)
+    fit = zoo.fit(zoo.model("gustafson07.cvfs"), regions, method="collapsed_gibbs", seed=0, num_chains=2,
+                  num_warmup=100, num_samples=400, progress_bar=False)
+    return regions, fit
+
+
+def test_catalog_and_methods():
+    ids = {card.id for card in zoo.catalog()}
+    assert {"gustafson07.full", "gustafson07.fs", "gustafson07.cvfs"} <= ids
+    for variant in ("full", "fs", "cvfs"):
+        assert zoo.methods(f"gustafson07.{variant}")[0] == "collapsed_gibbs"
+
+
+def test_bad_input_is_a_value_error_naming_the_field():
+    spec = zoo.model("gustafson07.cvfs")
+    with pytest.raises(ValueError, match="image 1 has 2 keywords but only 1 regions"):
+        zoo.fit(spec, _regions(image_ids=(0, 0, 1), keywords=(("sky",), ("sky", "sea"))), progress_bar=False)
+    with pytest.raises(ValueError, match="keywords: image 0 has keyword 'cat' outside the vocabulary"):
+        _regions(keywords=(("cat",), ("sky",)))
+    with pytest.raises(ValueError, match="image_ids"):
+        _regions(image_ids=(0, 0, 0, 1, 1, 2))                # a region of an image that does not exist
+    X = np.random.default_rng(1).normal(size=(6, 3))
+    X[:, 2] = 4.0
+    with pytest.raises(ValueError, match="X: feature 2 is constant"):
+        zoo.fit(spec, _regions(X=X), progress_bar=False)
+    with pytest.raises(ValueError, match="at least 2 features"):
+        zoo.fit(spec, _regions(X=np.arange(6.0)[:, None]), progress_bar=False)
+    with pytest.raises(ValueError, match="data: gustafson07 models take"):
+        zoo.fit(spec, np.zeros((4, 2)), progress_bar=False)
+    with pytest.raises(ValueError, match="unknown option"):
+        zoo.fit(spec, _regions(), num_sample=10)
+    with pytest.raises(ValueError, match="num_chains"):
+        zoo.fit(spec, _regions(), num_chains=0)
+
+
+def test_priors_are_declarative_and_checked():
+    spec = zoo.model("gustafson07.cvfs", priors={"alpha": "Beta(1.0, 1.0)"}, gamma=5.0)
+    assert spec.priors["alpha"].__class__.__name__ == "Beta" and spec.options["gamma"] == 5.0
+    assert zoo.model("gustafson07.fs", priors={"M": "Bernoulli(0.2)"}).priors["M"].probs == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="priors\\['alpha'\\]: the Gibbs update of alpha needs a Beta"):
+        zoo.fit(zoo.model("gustafson07.cvfs", priors={"alpha": "Uniform(0.0, 1.0)"}), _regions(), progress_bar=False)
+    with pytest.raises(ValueError, match="not a prior site"):
+        zoo.model("gustafson07.full", priors={"alpha": "Beta(1.0, 1.0)"})
+    with pytest.raises(ValueError, match="v_scale"):
+        zoo.model("gustafson07.fs", v_scale=-1.0)
+
+
+def test_done_when_call_shapes_and_supervised_labels(sec6_fit):
+    regions, fit = sec6_fit
+    pred = fit.predict(regions)
+    assert pred.label_proba.shape == (120, 4) and pred.feature_relevance.shape == (3, 5)
+    assert np.allclose(pred.label_proba.sum(1), 1.0)
+    # one segment per image, annotated with its concept: the coverage constraint fixes the label
+    assert np.array_equal(pred.labels() - 1, regions.region_labels)
+    post = fit.idata.posterior
+    assert post["M"].shape == (2, 400, 3, 5) and post["Y"].shape == (2, 400, 120)
+    assert "X" in fit.idata.log_likelihood and "accept_M" in fit.idata.sample_stats
+    assert fit.summary().shape[0] > 0
+    assert np.isfinite(az.loo(fit.idata).elpd_loo) if hasattr(az.loo(fit.idata), "elpd_loo") else True
+
+
+def test_cvfs_recovers_the_relevant_features(sec6_fit):
+    """Sec. 6 design: concept k is marked by feature k; features 4-5 are correlated noise."""
+    _, fit = sec6_fit
+    rel = fit.predict(fit.data).feature_relevance
+    assert np.all(np.diag(rel[:, :3]) > 0.6), rel.round(2)
+    assert np.all(rel[:, 3:] < 0.4), rel.round(2)
+
+
+def test_predictions_for_unannotated_images(sec6_fit):
+    regions, fit = sec6_fit
+    fresh = sec6_synthetic(n_per_concept=30, delta=1.2, seed=11)
+    blind = AnnotatedRegions(X=fresh.X, image_ids=fresh.image_ids, keywords=[[] for _ in fresh.keywords],
+                             vocabulary=fresh.vocabulary, allow_unannotated=True)
+    pred = fit.predict(blind)
+    assert pred.label_proba.shape == (90, 4) and np.allclose(pred.label_proba.sum(1), 1.0)
+    assert not pred.annotated.any()
+    accuracy = np.mean(pred.labels() - 1 == fresh.region_labels)
+    assert accuracy > 0.6          # chance is 1/3 among the keywords (1/4 with garbage)
+
+
+def test_switch_rate_diagnostics(sec6_fit):
+    _, fit = sec6_fit
+    M = fit.idata.posterior["M"].values
+    tsr, isr = switch_rates(M, thin=4)
+    assert tsr.shape == isr.shape == (3, 5) and np.all((tsr >= 0) & (tsr <= 1)) and np.all(isr <= 0.5)
+    assert thinned_switch_rate(np.array([[0, 1, 1, 0, 0]]), thin=1) == pytest.approx(0.5)
+    assert independence_switch_rate(np.array([[0.5, 0.5]]), categorical_axis=True)[0] == pytest.approx(0.5)
+    ax = plot_switch_rates(tsr, isr, label="M")
+    assert ax.get_xlabel().startswith("independence")
+    with pytest.raises(ValueError, match="not binary"):
+        switch_rates(np.array([[[0, 2], [1, 1]]]), thin=1)
