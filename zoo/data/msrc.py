@@ -41,7 +41,8 @@ MSRC_CLASSES = ("building", "grass", "tree", "cow", "horse", "sheep", "sky", "mo
                 "boat")  # label value k in 1..23 is MSRC_CLASSES[k - 1]; 0 is void (PROVENANCE.md)
 MSRC21_DROPPED = ("horse", "mountain")
 _N_LABEL_VALUES = len(MSRC_CLASSES) + 1
-_CACHE_VERSION = 4  # bump whenever segmentation or statistics code changes its output
+# cache version per segmentation method: bump one whenever its segmentation (or the statistics) code changes output
+_CACHE_VERSIONS = {"ncut": 4, "slic": 3, "felzenszwalb": 3}
 _ANNOTATION_FOLDERS = {"original": "labels", "cleaned": "labels_cleaned"}
 
 
@@ -197,7 +198,7 @@ def _describe_image(task: tuple) -> dict:
 
 
 def _cache_key(method: str, params: dict, names: list[str]) -> str:
-    blob = json.dumps({"version": _CACHE_VERSION, "method": method, "params": params,
+    blob = json.dumps({"version": _CACHE_VERSIONS[method], "method": method, "params": params,
                        "names": hashlib.sha1("\n".join(names).encode()).hexdigest()}, sort_keys=True)
     return f"msrc_v2_{method}_{hashlib.sha1(blob.encode()).hexdigest()[:16]}"
 
