@@ -141,8 +141,8 @@ def fit_stick_breaking(keys: jax.Array, dense_modalities: Sequence[np.ndarray], 
     Beta(1, alpha)); any scalar distribution on (0, 1) works since beta is optimized by gradient.
     With ``optimize_beta=False`` beta stays at ``init_stick_logits`` (then this is MoM-LDA with a = alpha_pi beta).
     Returns the final state (leading axis C) and the ELBO trace (C, iterations)."""
-    dense = [jnp.asarray(d, dtype=jnp.float64) for d in dense_modalities]
-    modalities = tuple(sparse_counts(np.asarray(d)) for d in dense_modalities)
+    dense = [np.asarray(d, dtype=np.float64) for d in dense_modalities]
+    modalities = tuple(sparse_counts(d) for d in dense)
     etas = tuple(jnp.asarray(e, dtype=jnp.float64) for e in etas)
     alpha_pi = jnp.asarray(alpha_pi, dtype=jnp.float64)
     logits0 = jnp.asarray(init_stick_logits, dtype=jnp.float64).reshape(n_topics - 1)

@@ -172,28 +172,40 @@ def cavi_iteration(state: TopicVIState, modalities: Sequence[SparseCounts], prio
     return TopicVIState(gamma=gamma, lambdas=update_lambda(etas, stats), stats=stats)
 
 
-def init_state(key: jax.Array, dense_modalities: Sequence[jnp.ndarray], n_topics: int,
+def init_state(key: jax.Array, dense_modalities: Sequence[np.ndarray], n_topics: int,
                prior_concentration: jnp.ndarray, etas: Sequence[jnp.ndarray],
                seed_docs_per_factor: int = 2) -> TopicVIState:
     """Initialization of Sec. 3.2.2: each factor gets the counts of a few randomly chosen images (all modalities),
-    which avoids the symmetric fixed point where all factors are equally likely.  gamma starts uniform."""
+    which avoids the symmetric fixed point where all factors are equally likely; gamma starts uniform.
+    Runs in numpy (a one-off; nothing to compile), seeded by the JAX ``key``."""
+    raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    rng = np.random.default_rng(np.asarray(raw).ravel().tolist())
+    dense_modalities = [np.asarray(d, dtype=np.float64) for d in dense_modalities]
     n_docs = dense_modalities[0].shape[0]
-    key_docs, key_jitter = jax.random.split(key)
     n_seed = min(n_docs, n_topics * seed_docs_per_factor)
-    chosen = jax.random.permutation(key_docs, n_docs)[:n_seed]
-    owner = jnp.arange(n_seed) % n_topics                                   # factor each seed image goes to
+    chosen = rng.permutation(n_docs)[:n_seed]
+    owner = np.arange(n_seed) % n_topics                                    # factor each seed image goes to
     lambdas = []
-    for m, (dense, eta) in enumerate(zip(dense_modalities, etas)):
-        seeded = jax.ops.segment_sum(dense[chosen], owner, num_segments=n_topics)
-        jitter = 0.01 * jax.random.uniform(jax.random.fold_in(key_jitter, m), seeded.shape)
-        lambdas.append(eta[None, :] + seeded + jitter)
+    for dense, eta in zip(dense_modalities, etas):
+        seeded = np.zeros((n_topics, dense.shape[1]))
+        np.add.at(seeded, owner, dense[chosen])
+        jitter = 0.01 * rng.uniform(size=seeded.shape)
+        lambdas.append(jnp.asarray(np.asarray(eta)[None, :] + seeded + jitter))
     doc_total = sum(d.sum(axis=1) for d in dense_modalities)
-    gamma = prior_concentration[None, :] + doc_total[:, None] / n_topics
+    gamma = jnp.asarray(np.asarray(prior_concentration)[None, :] + doc_total[:, None] / n_topics)
     # exact dtypes (no weak types) so that a chunk's output state has the type of its input: no recompilation
     stats = SuffStats(jnp.zeros((n_docs, n_topics), dtype=gamma.dtype),
                       tuple(jnp.zeros(lam.shape, dtype=lam.dtype) for lam in lambdas),
                       jnp.zeros((), dtype=gamma.dtype))
     return TopicVIState(gamma=gamma, lambdas=tuple(lambdas), stats=stats)
+
+
+def init_batched(keys, dense_modalities, n_topics: int, prior_concentration, etas,
+                 seed_docs_per_factor: int) -> TopicVIState:
+    """``init_state`` for every key (C, 2), stacked along a leading axis C."""
+    states = [init_state(k, dense_modalities, n_topics, prior_concentration, etas, seed_docs_per_factor)
+              for k in keys]
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *states)
 
 
 def infer_doc_topics(log_phis: Sequence[jnp.ndarray], modalities: Sequence[SparseCounts], n_docs: int,
@@ -261,13 +273,6 @@ def _lda_chunk(state: TopicVIState, modalities, prior_concentration, etas, log_c
     return jax.lax.scan(body, state, None, length=chunk)
 
 
-@functools.partial(jax.jit, static_argnames=("n_topics", "seed_docs_per_factor"))
-def init_batched(keys, dense_modalities, n_topics: int, prior_concentration, etas, seed_docs_per_factor: int):
-    """``init_state`` for every key (C, 2) -> state with leading axis C (one compilation)."""
-    return jax.vmap(lambda k: init_state(k, dense_modalities, n_topics, prior_concentration, etas,
-                                         seed_docs_per_factor))(keys)
-
-
 @functools.partial(jax.jit, static_argnames=("local_steps", "chunk"))
 def _lda_chunk_batched(state, modalities, prior_concentration, etas, log_coefficient, *, local_steps, chunk):
     """``chunk`` iterations of every restart (leading axis of ``state``); jitted once per shape."""
@@ -282,8 +287,8 @@ def fit_mean_field(keys: jax.Array, dense_modalities: Sequence[np.ndarray], n_to
     """MoM-LDA by coordinate ascent, one restart per key (``keys`` (C, 2)), vectorized over restarts.
 
     Returns the final state (leading axis C) and the ELBO trace (C, iterations)."""
-    dense = [jnp.asarray(d, dtype=jnp.float64) for d in dense_modalities]
-    modalities = tuple(sparse_counts(np.asarray(d)) for d in dense_modalities)
+    dense = [np.asarray(d, dtype=np.float64) for d in dense_modalities]
+    modalities = tuple(sparse_counts(d) for d in dense)
     prior_concentration = jnp.asarray(prior_concentration, dtype=jnp.float64)
     etas = tuple(jnp.asarray(e, dtype=jnp.float64) for e in etas)
     log_coefficient = jnp.asarray(log_multinomial_coefficient(dense_modalities))

@@ -35,7 +35,8 @@ PAPER = "Yakhnenko & Honavar 2009 (multi-modal HDP)"
 @dataclasses.dataclass(frozen=True)
 class TopicPrediction:
     """caption_word_proba (I, W): p(w | b_i) from the visual words alone (Sec. 2.7); topic_proba (I, K): the
-    token-averaged q(z | b_m); word_proba (R, W) and region_label (R,) for regions (None without regions)."""
+    token-averaged q(z | b_m); word_proba (R, W) and region_label (R,) for regions (None without regions; a region
+    without visual words gets the prior mean of pi in place of q(z | b))."""
 
     caption_word_proba: np.ndarray
     topic_proba: np.ndarray
@@ -284,10 +285,14 @@ def _predict(fit: Fit, data, num_steps: int = 100) -> TopicPrediction:
     topic_proba = _topic_proba_from_visual(state, data.visual_words, num_steps)
     word_proba = region_label = None
     if data.region_visual_words is not None:
-        empty = np.flatnonzero(data.region_visual_words.sum(axis=1) == 0)
-        if empty.size:
-            raise ValueError(f"region_visual_words: region {int(empty[0])} has no visual words")
-        word_proba = _topic_proba_from_visual(state, data.region_visual_words, num_steps) @ phi_w
+        # a region holding no visual word (e.g. smaller than the descriptor grid) gets the prior's prediction
+        has_words = data.region_visual_words.sum(axis=1) > 0
+        region_topics = np.tile(state.prior_concentration / state.prior_concentration.sum(),
+                                (has_words.size, 1))
+        if has_words.any():
+            region_topics[has_words] = _topic_proba_from_visual(state, data.region_visual_words[has_words],
+                                                                num_steps)
+        word_proba = region_topics @ phi_w
         region_label = word_proba.argmax(axis=1)
     return TopicPrediction(caption_word_proba=topic_proba @ phi_w, topic_proba=topic_proba, word_proba=word_proba,
                            region_label=region_label)

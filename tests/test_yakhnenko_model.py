@@ -1,0 +1,213 @@
+"""Yakhnenko & Honavar: the NumPyro programs, registration and API, topic recovery, predictions, bad input."""
+import zoo  # noqa: F401  (float64)
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+import pytest
+from numpyro.infer.util import log_density
+from scipy.optimize import linear_sum_assignment
+
+from zoo.data import MultimodalCounts
+from zoo.data.corel5k import simulate_multimodal
+from zoo.models import multimodal_topics as mt
+from zoo.papers import yakhnenko as yh
+
+FIT_OPTS = dict(num_chains=2, max_iter=150, progress_bar=False)
+
+
+# ------------------------------------------------------------------------------------------- the programs
+def test_program_log_density_matches_hand_computation():
+    rng = np.random.default_rng(0)
+    words, visual = rng.poisson(1.0, (4, 5)).astype(float), rng.poisson(2.0, (4, 6)).astype(float)
+    priors = mt.default_priors_hdp(alpha=2.0, alpha_w=0.5, alpha_b=1.5)
+    params = {"sticks": jnp.array([0.3, 0.6]), "phi_w": jnp.asarray(rng.dirichlet(np.ones(5), 3)),
+              "phi_b": jnp.asarray(rng.dirichlet(np.ones(6), 3)), "pi": jnp.asarray(rng.dirichlet(np.ones(3), 4))}
+    kwargs = dict(word_totals=words.sum(1), visual_totals=visual.sum(1), n_word_types=5, n_visual_types=6,
+                  truncation=3, alpha_pi=0.7, priors=priors, words=words, visual_words=visual)
+    value = jax.jit(lambda p: log_density(mt.mom_hdp, (), kwargs, p)[0])(params)
+    beta = np.array([0.3, 0.7 * 0.6, 0.7 * 0.4])
+    expected = (dist.Beta(1.0, 2.0).log_prob(params["sticks"]).sum()
+                + dist.Dirichlet(jnp.full(5, 0.5)).log_prob(params["phi_w"]).sum()
+                + dist.Dirichlet(jnp.full(6, 1.5)).log_prob(params["phi_b"]).sum()
+                + dist.Dirichlet(0.7 * jnp.asarray(beta)).log_prob(params["pi"]).sum()
+                + dist.Multinomial(words.sum(1), probs=params["pi"] @ params["phi_w"]).log_prob(words).sum()
+                + dist.Multinomial(visual.sum(1), probs=params["pi"] @ params["phi_b"]).log_prob(visual).sum())
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+
+
+def test_summed_out_likelihood_equals_brute_force_enumeration():
+    """Mult(N, pi @ phi) = sum over all K^N factor assignments t of prod_j pi_t_j phi_t_j,w_j (x coefficient)."""
+    rng = np.random.default_rng(1)
+    pi, phi = jnp.asarray(rng.dirichlet(np.ones(3))), jnp.asarray(rng.dirichlet(np.ones(4), 3))
+    tokens = jnp.array([0, 2, 2, 3, 1])
+    counts = jnp.bincount(tokens, length=4).astype(float)
+    enumerated = mt.token_log_likelihood_enumerated(tokens, pi, phi)
+    multinomial = dist.Multinomial(5, probs=pi @ phi).log_prob(counts)
+    log_coef = jax.scipy.special.gammaln(6.0) - jnp.sum(jax.scipy.special.gammaln(counts + 1))
+    np.testing.assert_allclose(enumerated + log_coef, multinomial, rtol=1e-12)
+
+
+def test_simulator_runs_the_program_and_keeps_totals(synthetic):
+    data, truth = synthetic
+    assert data.words.shape[0] == 300 and truth["pi"].shape == (300, 3)
+    assert np.all(data.words.sum(1) >= 1) and np.all(data.visual_words.sum(1) >= 1)
+    np.testing.assert_allclose(truth["phi_w"].sum(1), 1.0)
+    assert data.words.shape[1] == len(truth["word_columns"]) and np.all(data.words.sum(0) > 0)
+
+
+# ------------------------------------------------------------------------------------------- fits
+@pytest.fixture(scope="module")
+def synthetic():
+    data, truth = simulate_multimodal(0, n_images=300, n_topics=3, n_word_types=20, n_visual_types=30,
+                                      mean_words=4, mean_visual_words=10, alpha=0.5, alpha_w=0.1, alpha_b=0.1)
+    return data, truth
+
+
+@pytest.fixture(scope="module")
+def lda_fit(synthetic):
+    return zoo.fit(zoo.model("yakhnenko.mom_lda", n_topics=3, alpha=0.5), synthetic[0], seed=0, **FIT_OPTS)
+
+
+@pytest.fixture(scope="module")
+def hdp_fit(synthetic):
+    return zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=6), synthetic[0], method="stick_breaking_vi", seed=0,
+                   **FIT_OPTS)
+
+
+def _matched_error(estimated, true):
+    """Mean absolute error of the rows of ``true`` against their Hungarian-matched rows of ``estimated``."""
+    cost = np.abs(true[:, None, :] - estimated[None, :, :]).sum(-1)
+    rows, cols = linear_sum_assignment(cost)
+    return float(np.abs(true[rows] - estimated[cols]).mean()), cols
+
+
+def test_lda_recovers_topics_of_data_simulated_from_the_program(lda_fit, synthetic):
+    _, truth = synthetic
+    phi_b = lda_fit.idata.posterior["phi_b"].values[lda_fit.state.best_chain, 0]
+    phi_w = lda_fit.idata.posterior["phi_w"].values[lda_fit.state.best_chain, 0]
+    err_b, cols = _matched_error(phi_b, truth["phi_b"])
+    err_w, _ = _matched_error(phi_w, truth["phi_w"])
+    chance_b, _ = _matched_error(np.full_like(phi_b, 1.0 / phi_b.shape[1]), truth["phi_b"])
+    assert err_b < 0.25 * chance_b and err_w < 0.3 * chance_b * phi_b.shape[1] / phi_w.shape[1] + 0.01
+    np.testing.assert_allclose(phi_w[cols], truth["phi_w"], atol=0.12)
+
+
+def test_hdp_recovers_topics(hdp_fit, synthetic):
+    _, truth = synthetic
+    beta = hdp_fit.state.beta
+    np.testing.assert_allclose(beta.sum(), 1.0)
+    phi_b = hdp_fit.idata.posterior["phi_b"].values[hdp_fit.state.best_chain, 0]   # 6 factors, 3 true ones
+    err_b, _ = _matched_error(phi_b, truth["phi_b"])
+    chance_b, _ = _matched_error(np.full_like(phi_b, 1.0 / phi_b.shape[1]), truth["phi_b"])
+    assert err_b < 0.25 * chance_b
+
+
+def test_fit_objects_are_complete_inference_data(lda_fit, hdp_fit):
+    for fit, head in ((lda_fit, "topic_weight"), (hdp_fit, "beta")):
+        idata = fit.idata
+        assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.groups())
+        trace = idata.sample_stats["objective"].values
+        assert trace.shape[:2] == (2, 1) and np.all(np.diff(trace, axis=-1) >= -1e-9 * np.abs(trace).max())
+        assert np.all(np.isfinite(idata.log_likelihood["words"].values))
+        summary = fit.summary()
+        assert any(str(i).startswith(head) for i in summary.index)
+        assert fit.state.final_elbo[fit.state.best_chain] == trace[:, 0, -1].max()
+
+
+def test_predictions_from_visual_words(hdp_fit, synthetic):
+    data, _ = synthetic
+    pred = hdp_fit.predict(data)
+    assert pred.caption_word_proba.shape == data.words.shape
+    np.testing.assert_allclose(pred.caption_word_proba.sum(1), 1.0)
+    chance = yh.caption_accuracy(np.random.default_rng(0).random(data.words.shape), data.words)
+    assert yh.caption_accuracy(pred.caption_word_proba, data.words) > chance + 0.15
+    # regions: each image's visual words split in two halves
+    halves = np.floor(data.visual_words / 2.0)
+    regions = np.concatenate([halves, data.visual_words - halves])
+    keep = regions.sum(1) > 0
+    ids = np.concatenate([np.arange(300), np.arange(300)])[keep]
+    with_regions = MultimodalCounts(data.words, data.visual_words, region_visual_words=regions[keep],
+                                    region_image_ids=ids)
+    pred = hdp_fit.predict(with_regions)
+    assert pred.word_proba.shape == (keep.sum(), data.words.shape[1])
+    np.testing.assert_array_equal(pred.region_label, pred.word_proba.argmax(1))
+
+
+def test_hdp_with_swapped_stick_prior_and_baselines(synthetic):
+    data, _ = synthetic
+    spec = zoo.model("yakhnenko.mom_hdp", truncation=6, priors={"sticks": "Beta(1.0, 5.0)"})
+    assert float(spec.priors["sticks"].concentration0) == 5.0
+    with pytest.raises(ValueError, match="sticks"):
+        zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=6, priors={"sticks": "Normal(0.0, 1.0)"}), data,
+                progress_bar=False)
+    with pytest.raises(ValueError, match="phi_w"):
+        zoo.fit(zoo.model("yakhnenko.mom_lda", n_topics=3, priors={"phi_w": "Gamma(1.0, 1.0)"}), data,
+                progress_bar=False)
+    scores = yh.one_vs_all_baseline(data, data.visual_words, kind="nb")
+    assert scores.shape == data.words.shape and np.all((scores >= 0) & (scores <= 1))
+
+
+def test_catalog_and_methods():
+    ids = {card.id for card in zoo.catalog()}
+    assert {"yakhnenko.mom_lda", "yakhnenko.mom_hdp"} <= ids
+    assert zoo.methods("yakhnenko.mom_hdp")[0] == "nuts" or "stick_breaking_vi" in zoo.methods("yakhnenko.mom_hdp")
+    assert {"mean_field_vi", "svi", "map"} <= set(zoo.methods("yakhnenko.mom_lda"))
+
+
+# ------------------------------------------------------------------------------------------- bad input
+def test_bad_input_raises_value_error_naming_the_field():
+    good_w, good_b = np.array([[1, 0], [0, 2]]), np.array([[1, 1, 0], [0, 1, 3]])
+    with pytest.raises(ValueError, match="words"):
+        MultimodalCounts(np.array([[1, -1], [0, 2]]), good_b)
+    with pytest.raises(ValueError, match="visual_words"):
+        MultimodalCounts(good_w, np.array([[1, 0.5, 0], [0, 1, 3]]))
+    with pytest.raises(ValueError, match="region_labels"):
+        MultimodalCounts(good_w, good_b, region_visual_words=good_b, region_image_ids=[0, 1], region_labels=[0, 5])
+    spec = zoo.model("yakhnenko.mom_lda", n_topics=2)
+    with pytest.raises(ValueError, match="no words and no visual words"):
+        zoo.fit(spec, MultimodalCounts(np.array([[1, 1], [0, 0]]), np.array([[1, 1, 1], [0, 0, 0]])),
+                progress_bar=False)
+    with pytest.raises(ValueError, match="visual_words: 1 all-zero column"):
+        zoo.fit(spec, MultimodalCounts(good_w, np.array([[1, 0, 0], [0, 0, 3]])), progress_bar=False)
+    with pytest.raises(ValueError, match="truncation"):
+        zoo.model("yakhnenko.mom_hdp", truncation=0)
+    with pytest.raises(ValueError, match="n_topics"):
+        zoo.model("yakhnenko.mom_lda", n_topics=2.5)
+    with pytest.raises(ValueError, match="alpha_pi"):
+        zoo.model("yakhnenko.mom_hdp", alpha_pi=-1.0)
+    with pytest.raises(ValueError, match="max_iters"):
+        zoo.fit(spec, MultimodalCounts(good_w, good_b), max_iters=3)
+    with pytest.raises(ValueError, match="data"):
+        zoo.fit(spec, {"words": good_w}, progress_bar=False)
+
+
+def test_predict_rejects_mismatched_vocabulary(lda_fit, synthetic):
+    data, _ = synthetic
+    with pytest.raises(ValueError, match="visual_words"):
+        lda_fit.predict(MultimodalCounts(data.words, data.visual_words[:, :-1]))
+    with pytest.raises(ValueError, match="visual_words: image 0 has no visual words"):
+        lda_fit.predict(MultimodalCounts(data.words[:2], np.vstack([np.zeros(data.visual_words.shape[1]), data.visual_words[1]])))
+
+
+def test_metrics():
+    scores = np.array([[0.5, 0.3, 0.2], [0.1, 0.2, 0.7]])
+    truth = np.array([[1, 0, 1], [1, 0, 0]])
+    assert yh.caption_accuracy(scores, truth) == pytest.approx((0.5 + 0.0) / 2)
+    assert yh.caption_accuracy(scores, truth, n_predicted=1) == pytest.approx(0.5)
+    assert yh.region_accuracy(scores, np.array([0, -1])) == 1.0
+    assert yh.caption_perplexity(np.full((2, 3), 1 / 3), truth) == pytest.approx(3.0)
+
+
+def test_corel5k_loader():
+    from zoo.data.location import data_root
+    root = data_root()
+    if root is None or not (root / "corel5k_mulan" / "corel5k.npz").exists():
+        pytest.skip("corel5k_mulan not available")
+    train, test = zoo.load_dataset("corel5k", split="train"), zoo.load_dataset("corel5k", split="test")
+    assert train.words.shape == (4500, 371) and train.visual_words.shape == (4500, 499)
+    assert test.words.shape == (500, 371) and "grouper" not in train.word_vocabulary
+    yh.check_counts(train)
+    with pytest.raises(ValueError, match="split"):
+        zoo.load_dataset("corel5k", split="validation")
