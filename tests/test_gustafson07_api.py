@@ -7,6 +7,7 @@ import pytest
 import zoo
 from zoo.data import AnnotatedRegions
 from zoo.data.gustafson07 import sec6_synthetic
+from zoo.papers.gustafson07 import region_arrays, region_problem
 from zoo.diagnostics import independence_switch_rate, plot_switch_rates, switch_rates, thinned_switch_rate
 
 
@@ -14,7 +15,7 @@ def _regions(X=None, image_ids=(0, 0, 0, 1, 1, 1), keywords=(("sky", "sea"), ("s
     rng = np.random.default_rng(0)
     X = rng.normal(size=(len(image_ids), 3)) if X is None else X
     return AnnotatedRegions(X=X, image_ids=np.array(image_ids), keywords=[list(k) for k in keywords],
-                            vocabulary=list(vocabulary))
+                            vocabulary=list(vocabulary), allow_unannotated=any(len(k) == 0 for k in keywords))
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +66,23 @@ def test_priors_are_declarative_and_checked():
         zoo.model("gustafson07.full", priors={"alpha": "Beta(1.0, 1.0)"})
     with pytest.raises(ValueError, match="v_scale"):
         zoo.model("gustafson07.fs", v_scale=-1.0)
+    with pytest.raises(ValueError, match="priors\\['M'\\]: the FS flip update needs a Bernoulli"):
+        region_problem(zoo.model("gustafson07.fs", priors={"M": "Beta(1.0, 1.0)"}), region_arrays(_regions()))
+
+
+def test_sampler_inputs_for_every_variant():
+    arrays = region_arrays(_regions(image_ids=(0, 0, 0, 1, 1, 1, 2), keywords=(("sky", "sea"), ("sky",), ())))
+    assert arrays.allowed.tolist()[-1] == [True, True, True]          # unannotated image: every concept
+    assert arrays.allowed.tolist()[3] == [True, True, False]
+    assert arrays.keyword_mask.tolist() == [[False, True, True], [False, True, False], [False, False, False]]
+    assert np.allclose(arrays.X.mean(0), 0) and np.allclose(arrays.X.std(0), 1)
+    for variant, logit in (("full", 0.0), ("fs", np.log(0.25)), ("cvfs", 0.0)):
+        priors = {"M": "Bernoulli(0.2)"} if variant == "fs" else None
+        problem = region_problem(zoo.model(f"gustafson07.{variant}", priors=priors), arrays)
+        assert float(problem.inclusion_logit) == pytest.approx(logit)
+        assert problem.X.shape == (7, 3) and problem.image_slots.shape == (3, 3)
+    problem = region_problem(zoo.model("gustafson07.cvfs", priors={"alpha": "Beta(2.0, 3.0)"}), arrays)
+    assert np.allclose(problem.alpha_prior.a, [2.0]) and np.allclose(problem.alpha_prior.b, [3.0])
 
 
 def test_done_when_call_shapes_and_supervised_labels(sec6_fit):

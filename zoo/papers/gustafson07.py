@@ -162,7 +162,7 @@ def _alpha_mixture(prior) -> BetaMixture:
 
 
 def _inclusion_logit(prior) -> float:
-    if not isinstance(prior, dist.Bernoulli):
+    if not isinstance(prior, (dist.BernoulliProbs, dist.BernoulliLogits)):
         raise ValueError(f"priors['M']: the FS flip update needs a Bernoulli prior on each M_j; "
                          f"got {prior.__class__.__name__}")
     q = float(np.asarray(prior.probs))

@@ -1,0 +1,221 @@
+"""Reproduce Gustafson, Thompson & de Freitas (2007): the Sec. 6 synthetic study (FS inclusion probabilities, CVFS
+Table 3, predictive comparison of FULL/FS/CVFS on validation data), the Sec. 7 image study (classification rates,
+feature relevance, TSR-vs-ISR figures) on real annotated regions (MSRC-v2, full mode, when the data are present) or
+on regions drawn from the CVFS program; and ``zoo bench cvfs``.
+
+Every setting is fixed here, from the paper where it gives one, before anything is run on the reported data.
+"""
+from __future__ import annotations
+
+import pathlib
+import time
+
+import numpy as np
+
+import zoo
+from zoo.bench import register_benchmark
+from zoo.data import AnnotatedRegions
+from zoo.data.gustafson07 import regions_from_program, sec6_synthetic
+from zoo.diagnostics import plot_switch_rates, switch_rates
+
+PAPER_FS = [1.0, 1.0, 0.23, 0.0, 0.0]
+PAPER_TABLE3 = np.array([[0.90, 0.44, 0.17, 0.15, 0.08], [0.28, 0.78, 0.25, 0.11, 0.12], [0.41, 0.46, 0.98, 0.08, 0.07]])
+PAPER_SEC7 = {"full": (45, 30), "fs": (43, 25), "cvfs": (40, 29)}   # % correct, train / validation
+VARIANTS = ("full", "fs", "cvfs")
+
+
+def _table(rows, header):
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths))
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def _fit(variant, data, seed, num_warmup, num_samples, num_chains=2):
+    return zoo.fit(zoo.model(f"gustafson07.{variant}"), data, method="collapsed_gibbs", seed=seed,
+                   num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, progress_bar=True)
+
+
+# ------------------------------------------------------------------------------------------------ Sec. 6
+def sec6_study(num_warmup: int, num_samples: int, seed: int = 0) -> dict:
+    """FS and CVFS inclusion probabilities on the Sec. 6 data (100 units per concept, rho = 0.5, Delta = 0.47),
+    and the predictive label distributions of FULL/FS/CVFS on an independent validation set of the same size."""
+    train = sec6_synthetic(n_per_concept=100, rho=0.5, delta=0.47, seed=seed)
+    valid = sec6_synthetic(n_per_concept=100, rho=0.5, delta=0.47, seed=seed + 1000)
+    blind = AnnotatedRegions(X=valid.X, image_ids=valid.image_ids, keywords=[[] for _ in valid.keywords],
+                             vocabulary=valid.vocabulary, allow_unannotated=True)
+    out = {"relevance": {}, "predictive": {}, "fits": {}}
+    for variant in VARIANTS:
+        fit = _fit(variant, train, seed, num_warmup, num_samples)
+        pred = fit.predict(blind)
+        proba = pred.label_proba[:, 1:] / pred.label_proba[:, 1:].sum(1, keepdims=True)   # no garbage in Sec. 6
+        out["predictive"][variant] = proba
+        out["relevance"][variant] = pred.feature_relevance
+        out["fits"][variant] = fit
+    truth = valid.region_labels
+    out["scores"] = {v: {"accuracy": float(np.mean(np.argmax(p, 1) == truth)),
+                         "log_score": float(np.mean(np.log(p[np.arange(len(truth)), truth])))}
+                     for v, p in out["predictive"].items()}
+    pairs = [("full", "fs"), ("full", "cvfs"), ("fs", "cvfs")]
+    out["tv"] = {f"{a} vs {b}": float(0.5 * np.abs(out["predictive"][a] - out["predictive"][b]).sum(1).mean())
+                 for a, b in pairs}
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ Sec. 7
+def subset_images(data: AnnotatedRegions, images) -> AnnotatedRegions:
+    """The regions of ``images`` (renumbered 0..len-1 in the given order)."""
+    images = [int(i) for i in images]
+    index = {i: r for r, i in enumerate(images)}
+    keep = np.isin(data.image_ids, images)
+    labels = None if data.region_labels is None else data.region_labels[keep]
+    return AnnotatedRegions(X=data.X[keep], image_ids=np.array([index[int(i)] for i in data.image_ids[keep]]),
+                            keywords=[data.keywords[i] for i in images], vocabulary=data.vocabulary,
+                            region_labels=labels)
+
+
+def split_images(data: AnnotatedRegions, n_train: int, seed: int = 0, max_tries: int = 1000):
+    """Random train/validation split of images such that every keyword annotates a training image (Sec. 7)."""
+    rng = np.random.default_rng(seed)
+    kw = data.keyword_matrix().astype(bool)
+    used = kw.any(0)
+    for _ in range(max_tries):
+        order = rng.permutation(data.n_images)
+        train, valid = np.sort(order[:n_train]), np.sort(order[n_train:])
+        if np.all(kw[train].any(0) | ~used):
+            return subset_images(data, train), subset_images(data, valid)
+    raise RuntimeError("split_images: no split put every keyword in the training images")
+
+
+def correct(estimate: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Sec. 7 rule: right if the estimate is the true label, or garbage (0) for a region with no true label (-1).
+    ``estimate``: 0 = garbage, k = vocabulary[k - 1]; ``truth``: vocabulary index or -1."""
+    return np.where(truth < 0, estimate == 0, estimate == truth + 1)
+
+
+def sec7_study(train: AnnotatedRegions, valid: AnnotatedRegions, num_warmup: int, num_samples: int,
+               seed: int = 0) -> dict:
+    """Fit FULL/FS/CVFS on the training images; classification rates (training: posterior mode under S_i;
+    validation: images treated as unannotated, largest predictive probability over all K+1 concepts)."""
+    blind = AnnotatedRegions(X=valid.X, image_ids=valid.image_ids, keywords=[[] for _ in valid.keywords],
+                             vocabulary=valid.vocabulary, region_labels=valid.region_labels, allow_unannotated=True)
+    out = {"rates": {}, "relevance": {}, "switch_Y": {}, "switch_M": {}, "seconds": {}}
+    for variant in VARIANTS:
+        t0 = time.perf_counter()
+        fit = _fit(variant, train, seed, num_warmup, num_samples)
+        out["seconds"][variant] = time.perf_counter() - t0
+        pred_train = fit.predict(train)
+        pred_valid = fit.predict(blind)
+        out["rates"][variant] = (100 * correct(pred_train.labels(), train.region_labels).mean(),
+                                 100 * correct(pred_valid.labels(), valid.region_labels).mean())
+        out["relevance"][variant] = pred_train.feature_relevance
+        Y = fit.idata.posterior["Y"].values
+        out["switch_Y"][variant] = switch_rates(Y, thin=4, probabilities=pred_train.label_proba)
+        if variant != "full":
+            out["switch_M"][variant] = switch_rates(fit.idata.posterior["M"].values, thin=4)
+    return out
+
+
+def _real_regions():
+    """MSRC-v2 annotated regions with the paper's 16 features, or None (with the reason) when unavailable."""
+    try:
+        data = zoo.load_dataset("msrc_v2", features="gustafson07", split="all", progress=False)
+    except (FileNotFoundError, ValueError, ImportError, OSError) as err:
+        return None, f"{type(err).__name__}: {err}"
+    # an image with more keywords than segments cannot satisfy the coverage constraint: leave it out (reported)
+    sizes = np.bincount(data.image_ids, minlength=data.n_images)
+    ok = [i for i in range(data.n_images) if len(data.keywords[i]) <= sizes[i] and sizes[i] > 0]
+    dropped = data.n_images - len(ok)
+    return subset_images(data, ok), f"MSRC-v2 ({len(ok)} images; {dropped} with more keywords than regions left out)"
+
+
+def _sec7_text(res, source, n_train, n_valid, iters):
+    rows = [[v.upper(), f"{res['rates'][v][0]:.0f}", f"{res['rates'][v][1]:.0f}", f"{PAPER_SEC7[v][0]}",
+             f"{PAPER_SEC7[v][1]}", f"{res['seconds'][v]:.0f}"] for v in VARIANTS]
+    text = [f"Sec. 7 protocol on {source}: {n_train} training / {n_valid} validation images, {iters}",
+            _table(rows, ["model", "train %", "valid %", "paper train % (Corel)", "paper valid % (Corel)",
+                          "seconds"])]
+    fs = res["relevance"]["fs"][0]
+    cv = res["relevance"]["cvfs"].mean(0)
+    text += ["FS Pr(M_i = 1):        " + " ".join(f"{q:.2f}" for q in fs),
+             "CVFS r_i (mean over K): " + " ".join(f"{q:.2f}" for q in cv)]
+    tsr, isr = res["switch_M"]["cvfs"]
+    frozen = float(np.mean(res["switch_M"]["fs"][0] == 0))
+    text += [f"CVFS M: median TSR/ISR = {np.median(tsr / np.maximum(isr, 1e-12)):.2f}; "
+             f"share of FS indicators frozen after burn-in = {frozen:.2f}", ""]
+    return text
+
+
+def _figures(out_dir, sec6, sec7, source):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4))
+    tsr, isr = sec7["switch_M"]["cvfs"]
+    plot_switch_rates(tsr, isr, ax=axes[0], label="CVFS M_ki", title=f"Fig. 3 (top left): M, {source}")
+    for ax, v in zip(axes[1:], VARIANTS):
+        tsr, isr = sec7["switch_Y"][v]
+        plot_switch_rates(tsr, isr, ax=ax, label=f"{v.upper()} Y_ij", title=f"Fig. 4: labels, {v.upper()}")
+    fig.tight_layout()
+    fig.savefig(out_dir / "gustafson07_tsr_isr.png", dpi=100)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    rel = sec7["relevance"]["cvfs"]
+    axes[0].imshow(rel, cmap="Greys", vmin=0, vmax=1, aspect="auto")
+    axes[0].set_xlabel("feature")
+    axes[0].set_ylabel("concept")
+    axes[0].set_title("Fig. 3 (bottom left): Pr(M_ki = 1), CVFS")
+    axes[1].scatter(rel.mean(0), sec7["relevance"]["fs"][0])
+    axes[1].set_xlabel("CVFS r_i")
+    axes[1].set_ylabel("FS Pr(M_i = 1)")
+    axes[1].set_title("Fig. 3 (top right)")
+    axes[2].imshow(np.vstack([sec6["relevance"]["cvfs"], PAPER_TABLE3]), cmap="Greys", vmin=0, vmax=1)
+    axes[2].set_title("Sec. 6 Table 3: zoo (rows 1-3) / paper (4-6)")
+    fig.tight_layout()
+    fig.savefig(out_dir / "gustafson07_relevance.png", dpi=100)
+    plt.close(fig)
+
+
+def reproduce(out_dir: pathlib.Path, fast: bool = False) -> dict:
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    w6, s6 = (100, 400) if fast else (250, 2250)            # paper: runs of 2500 iterations
+    sec6 = sec6_study(w6, s6)
+    fs = sec6["relevance"]["fs"][0]
+    cv = sec6["relevance"]["cvfs"]
+    text = [f"Gustafson et al. 2007, Sec. 6 (p = 5, K = 3, 100 units per concept, rho = 0.5, Delta = 0.47), "
+            f"{w6} + {s6} iterations, 2 chains pooled",
+            _table([["zoo", *(f"{q:.2f}" for q in fs)], ["paper", *(f"{q:.2f}" for q in PAPER_FS)]],
+                   ["FS Pr(M_i = 1)", *(f"x{j + 1}" for j in range(5))]), "",
+            "Table 3 (CVFS Pr(M_ki = 1)), zoo | paper:"]
+    rows = [[f"concept {k + 1}", *(f"{q:.2f}" for q in cv[k]), "|", *(f"{q:.2f}" for q in PAPER_TABLE3[k])]
+            for k in range(3)]
+    text += [_table(rows, ["", *(f"x{j + 1}" for j in range(5)), "|", *(f"x{j + 1}" for j in range(5))]), "",
+             "Predictive label distributions on 300 validation units (paper: 'very similar under the three models')"]
+    rows = [[v.upper(), f"{sec6['scores'][v]['accuracy']:.3f}", f"{sec6['scores'][v]['log_score']:.3f}"]
+            for v in VARIANTS]
+    text += [_table(rows, ["model", "accuracy", "mean log Pr(true label)"]),
+             "mean total-variation distance between models: "
+             + ", ".join(f"{k} {v:.3f}" for k, v in sec6["tv"].items()), ""]
+
+    real, source = (None, "fast mode: real-data study not run") if fast else _real_regions()
+    if real is not None:
+        n_train = int(round(real.n_images * 50 / 68))
+        w7, s7 = 200, 2000
+    else:
+        print(f"gustafson07 Sec. 7: real annotated regions not used ({source}); "
+              f"running the protocol on regions drawn from the CVFS program")
+        n_images = 30 if fast else 68
+        real = regions_from_program("cvfs", n_images=n_images, n_keywords=8 if fast else 17,
+                                    n_features=8 if fast else 16, seed=7)
+        source = (f"regions drawn from the CVFS program ({n_images} images, {len(real.X)} regions, "
+                  f"{len(real.vocabulary)} keywords, {real.X.shape[1]} features)")
+        n_train = int(round(n_images * 50 / 68))
+        w7, s7 = (100, 300) if fast else (200, 2000)
+    train, valid = split_images(real, n_train, seed=0)
+    sec7 = sec7_study(train, valid, w7, s7)
+    text += _sec7_text(sec7, source, train.n_images, valid.n_images, f"{w7} burn-in + {s7} iterations, 2 chains")
+    report = "\n".join(text)
+    print(report)
+    (out_dir / "gustafson07.txt").write_text(report)
+    _figures(out_dir, sec6, sec7, "program data" if "program" in source else "MSRC-v2")
+    return {"sec6": {k: v for k, v in sec6.items() if k != "fits"}, "sec7": sec7, "source": source}
