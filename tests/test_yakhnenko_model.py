@@ -211,3 +211,19 @@ def test_corel5k_loader():
     yh.check_counts(train)
     with pytest.raises(ValueError, match="split"):
         zoo.load_dataset("corel5k", split="validation")
+
+
+@pytest.mark.slow
+def test_generic_numpyro_svi_on_the_program_agrees_with_cavi():
+    """NumPyro SVI (optax Adam, AutoNormal guide) on the summed-out program finds the same factors as CAVI."""
+    data, truth = simulate_multimodal(4, n_images=150, n_topics=3, n_word_types=12, n_visual_types=20,
+                                      mean_visual_words=12, alpha=0.3, alpha_w=0.1, alpha_b=0.1)
+    spec = zoo.model("yakhnenko.mom_lda", n_topics=3, alpha=0.3)
+    cavi = zoo.fit(spec, data, seed=0, num_chains=2, max_iter=200, progress_bar=False)
+    svi = zoo.fit(spec, data, method="svi", seed=0, num_chains=1, num_steps=4000, learning_rate=0.02,
+                  num_samples=200, progress_bar=False)
+    phi_cavi = cavi.idata.posterior["phi_b"].values[cavi.state.best_chain, 0]
+    phi_svi = svi.idata.posterior["phi_b"].values[0].mean(0)
+    err, _ = _matched_error(phi_svi, phi_cavi)
+    chance, _ = _matched_error(np.full_like(phi_cavi, 1 / phi_cavi.shape[1]), phi_cavi)
+    assert err < 0.2 * chance, (err, chance)

@@ -199,3 +199,19 @@ def test_generic_optax_optimizer_agrees_with_cavi_optimum(tiny):
     assert -negative_elbo(found) <= cavi_value + 1e-6         # CAVI's point is a maximum
     np.testing.assert_allclose(-negative_elbo(found), cavi_value, rtol=1e-6)
     np.testing.assert_allclose(jnp.exp(found["lg"]), s.gamma, rtol=1e-2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_factors", [1, 2])
+def test_hdp_with_fixed_beta_equals_lda_small_truncations(small_fits, n_factors):
+    logits = jnp.full(n_factors - 1, 0.2)
+    beta = sbvi.stick_weights(logits)
+    words, visual, etas, keys = small_fits["words"], small_fits["visual"], small_fits["etas"], small_fits["keys"]
+    hdp_state, hdp_trace = sbvi.fit_stick_breaking(keys, [words, visual], n_factors, etas, 1.5, small_fits["prior"],
+                                                   init_stick_logits=logits, optimize_beta=False, max_iter=30,
+                                                   tol=0.0, local_steps=2, progress_bar=False)
+    lda_state, lda_trace = tv.fit_mean_field(keys, [words, visual], n_factors, 1.5 * beta, etas, max_iter=30,
+                                             tol=0.0, local_steps=2, progress_bar=False)
+    np.testing.assert_allclose(hdp_state.topic.lambdas[1], lda_state.lambdas[1], rtol=1e-10)
+    log_prior = float(jnp.sum(small_fits["prior"].log_prob(jax.nn.sigmoid(logits))))
+    np.testing.assert_allclose(hdp_trace, lda_trace + log_prior, rtol=1e-10)

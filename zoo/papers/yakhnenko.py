@@ -27,6 +27,7 @@ from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
 __all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy", "region_accuracy",
+           "region_caption_accuracy",
            "caption_perplexity", "one_vs_all_baseline"]
 
 PAPER = "Yakhnenko & Honavar 2009 (multi-modal HDP)"
@@ -321,6 +322,18 @@ def region_accuracy(word_proba: np.ndarray, region_labels: np.ndarray) -> float:
     labels = np.asarray(region_labels)
     keep = labels >= 0
     return float(np.mean(np.asarray(word_proba)[keep].argmax(axis=1) == labels[keep]))
+
+
+def region_caption_accuracy(region_label: np.ndarray, region_image_ids: np.ndarray, true_words: np.ndarray) -> float:
+    """Per-caption accuracy of Sec. 3.2.3 when captions come from regions: C_i = the union of the predicted labels of
+    image i's regions, R_i = its true caption words; mean over images (with regions and words) of |C ∩ R| / |C|."""
+    labels, ids, truth = np.asarray(region_label), np.asarray(region_image_ids), np.asarray(true_words) > 0
+    accs = []
+    for i in np.unique(ids):
+        predicted = np.unique(labels[ids == i])
+        if truth[i].any():
+            accs.append(truth[i, predicted].mean())
+    return float(np.mean(accs))
 
 
 def caption_perplexity(caption_word_proba: np.ndarray, true_words: np.ndarray) -> float:
