@@ -25,7 +25,8 @@ from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_wei
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
                                            sample_signs_constrained)
 
-__all__ = ["MILProblem", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state", "z_update"]
+__all__ = ["MILProblem", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state", "z_update",
+           "state_from_position"]
 
 
 class MILProblem(NamedTuple):
@@ -133,6 +134,21 @@ def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MI
     zero = jnp.zeros(())
     return MILState(position=_position((aset, beta_active, delta2, z), m, config.store_z), aset=aset,
                     beta_active=beta_active, delta2=delta2, z=z, rng_key=k_next, gamma_acceptance=zero,
+                    n_active=aset.count, z_acceptance=jnp.ones(()), delta2_acceptance=jnp.ones(()),
+                    capacity_hits=jnp.zeros((), jnp.int32), log_likelihood=loglik)
+
+
+def state_from_position(key: jax.Array, problem: MILProblem, config: MILConfig, gamma: jnp.ndarray,
+                        beta: jnp.ndarray, delta2: jnp.ndarray, z: jnp.ndarray) -> MILState:
+    """A sampler state at a given point (gamma (M,), beta (M,) dense, delta2, z (N,)), e.g. an exact draw
+    from the program; the active-set inverse is built fresh. At most ``config.capacity`` kernels."""
+    aset = active_set_from_mask(problem.gram, gamma.astype(bool), config.capacity)
+    beta_active = jnp.where(slot_mask(aset), beta[aset.members], 0.0)
+    delta2 = jnp.asarray(delta2, problem.psi.dtype)
+    _, _, loglik = z_update(key, problem, _f_from(problem, aset, beta_active), z, "exact")
+    zero = jnp.zeros(())
+    return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
+                    aset=aset, beta_active=beta_active, delta2=delta2, z=z, rng_key=key, gamma_acceptance=zero,
                     n_active=aset.count, z_acceptance=jnp.ones(()), delta2_acceptance=jnp.ones(()),
                     capacity_hits=jnp.zeros((), jnp.int32), log_likelihood=loglik)
 

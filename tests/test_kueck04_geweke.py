@@ -1,0 +1,144 @@
+"""Joint-distribution tests of the full blocked Gibbs sampler against the NumPyro program ``kernel_mil_program``,
+for the constraint, measurement and hybrid models.
+
+1. Exact invariance (default suite): draw (theta, data) from the program (``Predictive``), run a few Gibbs sweeps
+   theta | data from each draw independently; the result must again be distributed as the joint, so the means
+   of test functions of (theta', data) and (theta, data) agree (independent samples: plain two-sample z-scores).
+   This is Geweke's (2004) joint-distribution check in its marginal-conditional form; it works for the
+   constraint labels too, where Geweke's successive-conditional chain is reducible (a label is a deterministic
+   function of the signs of Z and the Z sweep keeps those signs' label, so the chain never changes labels).
+2. Geweke's successive-conditional simulator (slow suite, measurement model where it is irreducible).
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+import pytest
+from numpyro.infer import Predictive
+
+import zoo  # noqa: F401
+from zoo.inference.mil_gibbs import MILConfig, MILProblem, init_mil_state, mil_gibbs_sweep, state_from_position
+from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
+from zoo.models.kernel_mil import LABEL_FREE, gram_matrix, group_label_from_signs, kernel_mil_program
+
+N_FORWARD = 20000
+N_SWEEPS = 20000
+BURN = 500
+CHI = 4.0
+A, B = 1.0, 1.0
+D2_ALPHA, D2_BETA = 2.0, 2.0
+
+
+def _tiny():
+    X = jnp.array([[0.0, 0.0], [1.0, 0.3], [2.0, -0.5], [-1.0, 1.0], [0.5, -1.5], [-1.5, -0.5]])
+    psi = gram_matrix(X, X, "gaussian", 1.5)
+    gram = psi.T @ psi
+    gram = gram + 1e-10 * jnp.mean(jnp.diag(gram)) * jnp.eye(6)
+    layout = GroupLayout(index=jnp.array([[0, 1, 2], [3, 4, 5]]), valid=jnp.ones((2, 3), bool),
+                         size=jnp.array([3, 3]))
+    return psi, gram, layout
+
+
+def _stats(gamma, beta, delta2, z, psi, label, fraction):
+    """(S, n_stats) test functions of (theta, data)."""
+    f = (gamma * beta) @ psi.T
+    cols = [gamma.sum(-1), jnp.log(delta2), f[:, 0], f[:, 4], z[:, 0], (z[:, 2] > 0).astype(float),
+            z.mean(-1), (z > 0).sum(-1), (gamma[:, 1] * beta[:, 1])]
+    if label is not None:
+        cols += [(label[:, 0] == 1).astype(float), (label[:, 1] == 0).astype(float)]
+    if fraction is not None:
+        cols += [fraction[:, 0], fraction[:, 1]]
+    return np.stack([np.asarray(c, dtype=float) for c in cols], axis=1)
+
+
+def _batch_means_se(x, n_batches=50):
+    s = x.shape[0] // n_batches * n_batches
+    means = x[:s].reshape(n_batches, -1, x.shape[1]).mean(1)
+    return means.std(0, ddof=1) / np.sqrt(n_batches)
+
+
+def _setup(variant):
+    psi, gram, layout = _tiny()
+    has_labels = variant in ("constraint", "hybrid")
+    chi = CHI if variant in ("measurement", "hybrid") else None
+    family = jnp.zeros(2, jnp.int64) if has_labels else jnp.full(2, LABEL_FREE)
+    kwargs = dict(psi=psi, gram=gram, group_index=layout.index, group_valid=layout.valid, label_family=family,
+                  chi=chi, prior_tau=dist.Beta(A, B), prior_delta2=dist.InverseGamma(D2_ALPHA, D2_BETA))
+    config = MILConfig(prior_a=A, prior_b=B, delta2_alpha=D2_ALPHA, delta2_beta=D2_BETA,
+                       delta2_init=D2_BETA / (D2_ALPHA + 1), capacity=6, n_init_active=2,
+                       ridge=1e-10 * float(jnp.mean(jnp.diag(psi.T @ psi))))
+
+    def problem_for(label, fraction):
+        log_w = measurement_log_weight(fraction, layout.size, chi, 3) if chi else None
+        kind = label if has_labels else jnp.full(2, LABEL_FREE)
+        return MILProblem(psi=psi, gram=gram, layout=layout, kind=kind, log_weight=log_w)
+
+    return psi, layout, has_labels, chi, family, kwargs, config, problem_for
+
+
+def _zscores(a, b, se_b=None):
+    se = np.sqrt(a.var(0, ddof=1) / a.shape[0] + (b.var(0, ddof=1) / b.shape[0] if se_b is None else se_b ** 2))
+    se = np.where(se > 0, se, np.inf)      # a statistic constant in both samples carries no information
+    return (a.mean(0) - b.mean(0)) / se
+
+
+@pytest.mark.parametrize("variant", ["constraint", "measurement", "hybrid"])
+def test_gibbs_sweeps_leave_the_program_joint_invariant(variant):
+    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
+    n_draws, n_sweeps = 6000, 4
+    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(0), **kwargs)
+    label = fwd["group_label"]
+    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
+
+    def transition(key, gamma, beta, delta2, z, label, fraction):
+        problem = problem_for(label, fraction)
+        k0, k1 = jax.random.split(key)
+        state = state_from_position(k0, problem, config, gamma, beta, delta2, z)
+        state = state._replace(rng_key=k1)
+        state = jax.lax.fori_loop(0, n_sweeps, lambda i, s: mil_gibbs_sweep(s, problem, config), state)
+        return state.position["gamma"], state.position["beta"], state.delta2, state.z
+
+    half = slice(n_draws, None)      # the reference half stays untouched; the other half is moved
+    keys = jax.random.split(jax.random.PRNGKey(1), n_draws)
+    g, b, d2, z = jax.jit(jax.vmap(transition))(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half],
+                                                fwd["z"][half], label[half], fraction[half])
+    ref = slice(0, n_draws)
+    reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], fwd["z"][ref], psi,
+                       label[ref] if has_labels else None, fraction[ref] if chi else None)
+    moved = _stats(g.astype(float), b, d2, z, psi, label[half] if has_labels else None,
+                   fraction[half] if chi else None)
+    # the moved states must satisfy every group constraint of their (unchanged) data
+    if has_labels:
+        implied = jax.vmap(lambda zz: group_label_from_signs(zz[layout.index] > 0, layout.valid, family))(z)
+        assert np.array_equal(np.asarray(implied), np.asarray(label[half]))
+    zs = _zscores(reference, moved)
+    assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
+
+
+@pytest.mark.slow
+def test_geweke_successive_conditional_measurement_model():
+    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup("measurement")
+    fwd = Predictive(kernel_mil_program, num_samples=N_FORWARD)(jax.random.PRNGKey(0), **kwargs)
+    forward = _stats(fwd["gamma"], fwd["beta"], fwd["delta2"], fwd["z"], psi, None, fwd["fraction"])
+
+    def step(carry, key):
+        state, fraction = carry
+        k_sweep, k_data = jax.random.split(key)
+        state = mil_gibbs_sweep(state._replace(rng_key=k_sweep), problem_for(None, fraction), config)
+        share = jnp.sum(state.z[layout.index] > 0, 1) / 3.0
+        fraction = jax.random.beta(k_data, CHI * share + 1.0, CHI * (1 - share) + 1.0)
+        pos = state.position
+        return (state, fraction), (pos["gamma"], pos["beta"], pos["delta2"], state.z, fraction)
+
+    def run(key):
+        k_init, k_chain = jax.random.split(key)
+        fraction0 = jnp.array([0.5, 0.5])
+        state = init_mil_state(k_init, problem_for(None, fraction0), config)
+        _, out = jax.lax.scan(step, (state, fraction0), jax.random.split(k_chain, N_SWEEPS + BURN))
+        return out
+
+    gamma, beta, delta2, z, fraction = jax.jit(run)(jax.random.PRNGKey(1))
+    keep = slice(BURN, None)
+    chain = _stats(gamma[keep].astype(float), beta[keep], delta2[keep], z[keep], psi, None, fraction[keep])
+    zs = _zscores(forward, chain, se_b=_batch_means_se(chain))
+    assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
