@@ -95,14 +95,36 @@ def test_bad_input_is_a_clear_error():
     np.testing.assert_allclose(as_rgb_image(np.full((10, 10, 3), 255, dtype=np.uint8)), 1.0)
 
 
-def test_parallel_map_keeps_order_and_matches_the_sequential_result():
-    from zoo.data.regions import parallel_map
-
+def _relabel_tasks():
     maps = [np.array([[k + 3, k + 3, 1], [k, 1, 1]]) for k in range(5, 11)]
-    expected = [relabel_consecutive(m) for m in maps]
-    for out in (parallel_map(relabel_consecutive, maps, n_jobs=2, progress=False),
-                parallel_map(relabel_consecutive, maps, n_jobs=1, progress=False)):
+    return maps, [relabel_consecutive(m) for m in maps]
+
+
+def test_parallel_map_keeps_order_and_matches_the_sequential_result(monkeypatch):
+    import warnings
+
+    from zoo.data import regions
+
+    # the fork path (taken when JAX has not started its runtime; forced here, since other tests may have)
+    monkeypatch.setattr(regions, "_jax_is_running", lambda: False)
+    maps, expected = _relabel_tasks()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # JAX's at-fork notice when its runtime is up
+        outputs = [regions.parallel_map(relabel_consecutive, maps, n_jobs=2, progress=False),
+                   regions.parallel_map(relabel_consecutive, maps, n_jobs=1, progress=False)]
+    for out in outputs:
+        assert len(out) == len(expected)
         for a, b in zip(out, expected):
             np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="n_jobs"):
-        parallel_map(relabel_consecutive, maps, n_jobs=0)
+        regions.parallel_map(relabel_consecutive, maps, n_jobs=0)
+
+
+@pytest.mark.slow
+def test_parallel_map_with_spawned_workers(monkeypatch):
+    from zoo.data import regions
+
+    monkeypatch.setattr(regions, "_jax_is_running", lambda: True)
+    maps, expected = _relabel_tasks()
+    for a, b in zip(regions.parallel_map(relabel_consecutive, maps, n_jobs=2, progress=False), expected):
+        np.testing.assert_array_equal(a, b)
