@@ -179,7 +179,9 @@ def free_energy(energy, params: MCVQParams, post: MCVQPosterior, temperature, co
     log_prior = (_dirichlet_log_density(params.a, conc.a) + _dirichlet_log_density(params.b, conc.b))
     if with_beta_prior:
         log_prior = log_prior + _dirichlet_log_density(params.beta, conc.beta)
-    return temperature * kl_g + (post.z * kl_m).sum() + kl_z.sum() + energy - log_prior
+    # m_cn is irrelevant where z_cn = 0 (another class's label): it may sit where b_n is 0, so mask it out
+    kl_m = jnp.where(post.z > 0, post.z * kl_m, 0.0)
+    return temperature * kl_g + kl_m.sum() + kl_z.sum() + energy - log_prior
 
 
 def free_energy_of_data(X, M, params: MCVQParams, post: MCVQPosterior, temperature, conc: PriorConcentrations,

@@ -8,6 +8,7 @@ Restarts run as a ``vmap`` over independent initial states (one chain = one rest
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, NamedTuple
 
 import jax
@@ -48,6 +49,7 @@ def temperature_schedule(n_iter: int, t_start: float, n_anneal: int) -> np.ndarr
     return temps
 
 
+@functools.partial(jax.jit, static_argnames=("n_vqs", "n_states", "n_classes", "random_class_priors"))
 def initialize(key, X, M, n_vqs: int, n_states: int, n_classes: int, sigma_floor: float,
                z_init: jnp.ndarray | None = None, random_class_priors: bool = False) -> EMState:
     """A random initial state: each state's mean is a random training case (column means at its missing
@@ -98,6 +100,16 @@ def em_iteration(state: EMState, temperature, X, M, conc: PriorConcentrations, s
     return EMState(params, post), F
 
 
+@functools.partial(jax.jit, static_argnames=("config",))
+def _run_chunk(states: EMState, temps, X, M, conc: PriorConcentrations, sigma_floor, config: EMConfig):
+    """Every restart through the temperatures ``temps`` (compiled once per shape and config, reused across fits)."""
+    def one_restart(state):
+        def body(s, t):
+            return em_iteration(s, t, X, M, conc, sigma_floor, config)
+        return jax.lax.scan(body, state, temps)
+    return jax.vmap(one_restart)(states)
+
+
 def run_variational_em(init_states: EMState, X, M, temperatures, conc: PriorConcentrations, sigma_floor: float,
                        config: EMConfig, chunk: int = 10,
                        progress: Callable[[int], None] | None = None) -> tuple[EMState, np.ndarray]:
@@ -109,18 +121,12 @@ def run_variational_em(init_states: EMState, X, M, temperatures, conc: PriorConc
     X = jnp.asarray(X)
     M = jnp.asarray(M, dtype=X.dtype)
     temperatures = jnp.asarray(temperatures, dtype=X.dtype)
-
-    def scan_chunk(state, temps):
-        def body(s, t):
-            return em_iteration(s, t, X, M, conc, sigma_floor, config)
-        return jax.lax.scan(body, state, temps)
-
-    run_chunk = jax.jit(jax.vmap(scan_chunk, in_axes=(0, None)))
+    sigma_floor = jnp.asarray(sigma_floor, dtype=X.dtype)
     state = init_states
     traces = []
     n_iter = temperatures.shape[0]
     for start in range(0, n_iter, chunk):
-        state, trace = run_chunk(state, temperatures[start:start + chunk])
+        state, trace = _run_chunk(state, temperatures[start:start + chunk], X, M, conc, sigma_floor, config)
         traces.append(np.asarray(trace))
         if progress is not None:
             progress(min(chunk, n_iter - start))
