@@ -63,6 +63,23 @@ def test_every_problem_is_reported_or_counted(folder):
     assert regions.n_images == 2
 
 
+def test_large_photos_are_shrunk_and_exif_rotation_is_applied(tmp_path):
+    d = tmp_path / "big"
+    d.mkdir()
+    Image.fromarray(_photo(5, size=(300, 200))).save(d / "tall.png")
+    wide = Image.fromarray(_photo(6, size=(100, 160)))
+    exif = wide.getexif()
+    exif[0x0112] = 6  # orientation: rotate 90 degrees clockwise to display
+    wide.save(d / "rotated.jpg", exif=exif, quality=95)
+    (tmp_path / "c.txt").write_text("tall.png\tsky\nrotated.jpg\tgrass\n")
+    _, details = photos_to_regions(d, tmp_path / "c.txt", segmentation="slic", max_side=150, progress=False,
+                                   return_details=True)
+    assert details.region_maps[0].shape == (150, 100)   # 300 x 200 shrunk to a longer side of 150
+    assert details.region_maps[1].shape == (150, 94)    # 100 x 160 stored, displayed upright as 160 x 100
+    with pytest.raises(ValueError, match="max_side"):
+        photos_to_regions(d, tmp_path / "c.txt", max_side=2)
+
+
 def test_bad_caption_files_and_options(folder, tmp_path):
     dup = tmp_path / "dup.txt"
     dup.write_text("a.png sky\na.png grass\n")

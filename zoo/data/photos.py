@@ -33,8 +33,9 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".
 
 @dataclasses.dataclass(frozen=True)
 class PhotoDetails:
-    """What ``photos_to_regions`` did: image names (I,) in image-id order, their region maps, the skipped images
-    as (name, reason) pairs, and the standardizer (None when ``standardize=False``)."""
+    """What ``photos_to_regions`` did: image names (I,) in image-id order, their region maps (at the size that
+    was segmented, see ``max_side``), the skipped images as (name, reason) pairs, and the standardizer (None when
+    ``standardize=False``)."""
 
     names: list
     region_maps: list
@@ -108,9 +109,13 @@ def _match_captions(folder: pathlib.Path, captions: dict, vocabulary) -> tuple[l
     return matched, problems
 
 
-def _read_photo(path: pathlib.Path) -> np.ndarray:
-    """Decode an image file to an array; ValueError (unreadable, grayscale, ...) naming the file."""
-    from PIL import Image, UnidentifiedImageError
+def _read_photo(path: pathlib.Path, max_side: int | None) -> np.ndarray:
+    """Decode an image file to an array; ValueError (unreadable, grayscale, ...) naming the file.
+
+    The camera's EXIF orientation is applied (phone photos come out upright), and an image whose longer side
+    exceeds ``max_side`` is shrunk to it (Lanczos); region features are relative to the image size.
+    """
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     from zoo.data.regions import as_rgb_image
 
@@ -119,10 +124,12 @@ def _read_photo(path: pathlib.Path) -> np.ndarray:
             im.load()
             if im.mode in ("L", "I", "I;16", "F", "1", "LA"):
                 raise ValueError(f"{path.name}: grayscale image (mode {im.mode}); region features need colour")
-            if im.mode == "RGBA":
-                array = np.asarray(im)
-            else:
-                array = np.asarray(im.convert("RGB"))
+            im = ImageOps.exif_transpose(im)
+            if max_side is not None and max(im.size) > max_side:
+                scale = max_side / max(im.size)
+                im = im.resize((max(1, round(im.size[0] * scale)), max(1, round(im.size[1] * scale))),
+                               Image.Resampling.LANCZOS)
+            array = np.asarray(im if im.mode == "RGBA" else im.convert("RGB"))
     except (UnidentifiedImageError, OSError) as err:
         raise ValueError(f"{path.name}: unreadable image ({err.__class__.__name__})") from None
     as_rgb_image(array, name=path.name)  # shape, alpha, size checks
@@ -142,14 +149,16 @@ def _describe_photo(task):
 
 def photos_to_regions(folder, captions, *, features: str = "carbonetto03", segmentation: str = "ncut",
                       segmentation_params: dict | None = None, vocabulary=None, standardize: bool = True,
-                      on_problem: str = "raise", n_jobs: int | None = 1, progress: bool = True,
-                      return_details: bool = False):
+                      on_problem: str = "raise", max_side: int | None = 640, n_jobs: int | None = 1,
+                      progress: bool = True, return_details: bool = False):
     """Segment and describe a folder of captioned photos: ``AnnotatedRegions`` (no region_labels).
 
     folder: directory of images (searched recursively); captions: captions file (see module doc); features:
     "carbonetto03" | "gustafson07" | "kueck04"; segmentation: "ncut" | "slic" | "felzenszwalb"; vocabulary: the
     allowed words (default: every caption word, sorted); standardize: features to mean 0, variance 1 over these
-    photos; on_problem: "raise" | "skip". Images are numbered in caption-file order.
+    photos; on_problem: "raise" | "skip"; max_side: larger photos are shrunk so that their longer side has this
+    many pixels (None: keep the size; the papers' Corel images were 384 x 256, MSRC-v2's 320 x 213), and the
+    camera's EXIF orientation is applied. Images are numbered in caption-file order.
     Returns the regions, or (regions, PhotoDetails) with ``return_details=True``.
     """
     from zoo.data.containers import AnnotatedRegions
@@ -160,6 +169,8 @@ def photos_to_regions(folder, captions, *, features: str = "carbonetto03", segme
 
     feature_names(features)
     params = full_params(segmentation, **(segmentation_params or {}))
+    if max_side is not None and (isinstance(max_side, bool) or not isinstance(max_side, int) or max_side < 8):
+        raise ValueError(f"max_side: expected an int >= 8 or None, got {max_side!r}")
     if on_problem not in ("raise", "skip"):
         raise ValueError(f"on_problem: expected 'raise' or 'skip', got {on_problem!r}")
     folder = pathlib.Path(folder)
@@ -171,7 +182,7 @@ def photos_to_regions(folder, captions, *, features: str = "carbonetto03", segme
     arrays, kept = [], []
     for name, path, words in matched:
         try:
-            arrays.append(_read_photo(path))
+            arrays.append(_read_photo(path, max_side))
             kept.append((name, words))
         except ValueError as err:
             problems.append((name, str(err)))
@@ -234,6 +245,7 @@ def load_regions(path):
 def _cmd_regions(args) -> int:
     regions, details = photos_to_regions(args.folder, args.captions, features=args.features,
                                          segmentation=args.segmentation, on_problem=args.on_problem,
+                                         max_side=args.max_side,
                                          n_jobs=args.jobs, return_details=True)
     out = save_regions(args.out, regions, details.names)
     print(f"{regions.n_images} images, {regions.X.shape[0]} regions, {regions.X.shape[1]} features "
@@ -249,6 +261,7 @@ def configure_regions_parser(parser) -> None:
     parser.add_argument("--segmentation", default="ncut", help="ncut | slic | felzenszwalb")
     parser.add_argument("--on-problem", default="raise", choices=("raise", "skip"),
                         help="bad or uncaptioned images: stop with an error, or skip them (counted)")
+    parser.add_argument("--max-side", type=int, default=640, help="shrink larger photos to this longer side")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--out", required=True, help="output .npz (read with zoo.data.photos.load_regions)")
     parser.set_defaults(run=_cmd_regions)
