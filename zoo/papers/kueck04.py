@@ -239,10 +239,11 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
             raise ValueError(f"{name}: expected an int >= {low}, got {value!r}")
     prep = prepare(spec, data)
     config = _config(spec, prep, z_sampler, store_z)
-    kernel = MILGibbs(_problem(prep), config)
+    problem = _problem(prep)
+    kernel = MILGibbs(problem, config)
     mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                thinning=thinning, chain_method=chain_method, progress_bar=progress_bar)
-    mcmc.run(jax.random.PRNGKey(seed), extra_fields=MILGibbs.stat_fields)
+                thinning=thinning, chain_method=chain_method, progress_bar=progress_bar, jit_model_args=True)
+    mcmc.run(jax.random.PRNGKey(seed), problem=problem, extra_fields=MILGibbs.stat_fields)
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
     stats = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
     hits = int(stats["capacity_hits"].sum())
