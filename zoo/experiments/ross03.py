@@ -132,7 +132,7 @@ def plot_reconstructions(X, recon, image_shape, path, title, n=6):
 # --- shapes (Sec. 3.1.2) ---------------------------------------------------------------------------------------
 def shapes_experiment(out: pathlib.Path, fast: bool) -> dict:
     X_train, X_test, pos_train, pos_test = shapes_split(n_train=100, seed=0)
-    chains, iters = (4, 30) if fast else (8, 60)
+    chains, iters = (3, 20) if fast else (8, 60)
     t0 = time.perf_counter()
     floor, floor_scores = select_sigma_floor(X_train, 3, 12, chains=chains, max_iter=iters)
     print(f"[ross03] shapes: sigma_floor {floor:.3f} chosen on a validation split of the training images "
@@ -178,7 +178,7 @@ def shapes_classes_experiment(out: pathlib.Path, fast: bool, sigma_floor: float 
     triangle's VQ (as Table 4.1), both classifiers, and a 2-cluster table (as Table 4.2)."""
     X_train, X_test, pos_train, pos_test = shapes_split(n_train=100, seed=0)
     y_train, y_test = (pos_train[:, 1] >= 4).astype(int), (pos_test[:, 1] >= 4).astype(int)
-    chains, iters = (4, 30) if fast else (8, 60)
+    chains, iters = (3, 20) if fast else (8, 60)
     data = MatrixDataset(Matrix(X_train), labels=y_train, class_names=["triangle top", "triangle bottom"])
     fit = fit_mcvq(data, 3, 5, chains=chains, max_iter=iters, model="ross03.mcvq_supervised",
                    monte_carlo_samples=1000, sigma_floor=sigma_floor)
