@@ -150,6 +150,9 @@ def main(argv=None) -> int:
     p.add_argument("--fast", action="store_true")
     p.add_argument("--out", default="bench_results")
     p.set_defaults(run=_cmd_bench)
+    p = sub.add_parser("regions", help="folder of captioned photos -> AnnotatedRegions (.npz)")
+    from zoo.data.photos import configure_regions_parser
+    configure_regions_parser(p)
     args = parser.parse_args(argv)
     if args.command == "bench":
         _single_thread_env()
