@@ -50,8 +50,8 @@ def simulate_multimodal(seed: int = 0, n_images: int = 300, n_topics: int = 5, n
                         n_visual_types: int = 60, mean_words: float = 4.0, mean_visual_words: float = 10.0,
                         model: str = "lda", alpha: float = 1.0, alpha_pi: float = 1.0, alpha_w: float = 0.1,
                         alpha_b: float = 0.1, drop_empty_columns: bool = True) -> tuple[MultimodalCounts, dict]:
-    """Simulate images from ``mom_lda`` (pi ~ Dir(alpha)) or ``mom_hdp`` (truncation n_topics) by running the NumPyro
-    program forward.  Totals: 1 + Poisson(mean - 1) tokens per image and modality.  Returns the data and the truth
+    """Simulate images from ``mom_lda`` (pi ~ Dir(alpha)) or ``mom_hdp`` (truncation n_topics): latent factors and
+    proportions from the program's priors, counts drawn by the NumPyro program conditioned on them.  Totals: 1 + Poisson(mean - 1) tokens per image and modality.  Returns the data and the truth
     (``phi_w`` (K, W), ``phi_b`` (K, V), ``pi`` (I, K), and ``beta`` (K,) for the HDP).
 
     With ``drop_empty_columns`` the word / visual-word types that no image drew are removed (the fitters reject
@@ -75,15 +75,25 @@ def simulate_multimodal(seed: int = 0, n_images: int = 300, n_topics: int = 5, n
     word_totals = 1 + rng.poisson(mean_words - 1.0, n_images)
     visual_totals = 1 + rng.poisson(mean_visual_words - 1.0, n_images)
     kwargs = dict(n_word_types=n_word_types, n_visual_types=n_visual_types)
+    # the latent sites are drawn with numpy from exactly the program's priors (JAX's gamma sampler takes seconds to
+    # compile per shape); the program, conditioned on them, then draws the observed counts
+    latents = {"phi_w": rng.dirichlet(np.full(n_word_types, alpha_w), n_topics),
+               "phi_b": rng.dirichlet(np.full(n_visual_types, alpha_b), n_topics)}
     if model == "lda":
         program, kwargs = mt.mom_lda, dict(kwargs, n_topics=n_topics,
                                            priors=mt.default_priors_lda(alpha, alpha_w, alpha_b))
+        latents["pi"] = rng.dirichlet(np.full(n_topics, alpha), n_images)
     elif model == "hdp":
         program, kwargs = mt.mom_hdp, dict(kwargs, truncation=n_topics, alpha_pi=alpha_pi,
                                            priors=mt.default_priors_hdp(alpha, alpha_w, alpha_b))
+        if n_topics > 1:
+            latents["sticks"] = rng.beta(1.0, alpha, n_topics - 1)
+        beta = np.asarray(mt.stick_breaking(np.asarray(latents.get("sticks", np.zeros(0)))))
+        latents["pi"] = rng.dirichlet(np.maximum(alpha_pi * beta, 1e-300), n_images)
     else:
         raise ValueError(f"model: expected 'lda' or 'hdp', got {model!r}")
-    seeded = numpyro.handlers.seed(program, jax.random.PRNGKey(seed))
+    conditioned = numpyro.handlers.condition(program, data=latents)
+    seeded = numpyro.handlers.seed(conditioned, jax.random.PRNGKey(seed))
     trace = numpyro.handlers.trace(seeded).get_trace(word_totals, visual_totals, **kwargs)
     values = {name: np.asarray(site["value"]) for name, site in trace.items() if site["type"] in ("sample",
                                                                                                    "deterministic")}
