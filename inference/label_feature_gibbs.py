@@ -25,9 +25,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import betaln, gammaln, logsumexp
 from numpyro.infer.mcmc import MCMCKernel
+from tqdm.auto import tqdm
 
 from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density,
                                          concept_niw_prior, gaussian_logpdf_masked, gaussian_loglik_suffstats,
@@ -392,9 +394,6 @@ def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2,
     Returns (draws: dict name -> (chain, draw, ...) numpy arrays, keeping every ``thinning``-th sweep after
     warm-up; ``collect`` names the entries of ``GibbsState.z`` to keep (default all), last_state (chain-batched)).
     """
-    import numpy as np
-    from tqdm.auto import tqdm
-
     keys = jax.random.split(key, num_chains)
     state = _init_chains(problem, keys, jnp.asarray(num_warmup), variant=variant)
     names = tuple(state.z) if collect is None else tuple(collect)

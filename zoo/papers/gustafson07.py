@@ -243,8 +243,7 @@ def _to_idata(draws, variant, data, arrays, rb):
     p = arrays.X.shape[1]
     posterior = {"Y": draws["Y"], "n_relevant": draws["n_relevant"].sum(-1) if variant == "cvfs"
                  else draws["n_relevant"][..., 0]}
-    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "unit_loglik": ["region"],
-            "accept_M": ["concept"]}
+    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "unit_loglik": ["region"]}
     if variant == "cvfs":
         posterior.update(M=draws["M"][:, :, 1:].astype(np.int8), alpha=draws["alpha"], delta=draws["delta"],
                          Omega=draws["Omega"])
@@ -254,10 +253,18 @@ def _to_idata(draws, variant, data, arrays, rb):
         dims["M"] = ["feature"]
     if "label_proba" in draws:
         posterior["label_proba"] = draws["label_proba"]
-    stats = {"accept_M": draws["accept_M"], "accept_delta_Omega": draws["accept_delta_Omega"]}
+    # acceptance of the moves that can reject: the M flips (FS: one shared flip; CVFS: one per keyword) and the
+    # MH-corrected (delta, Omega) update (CVFS); the label and alpha updates are exact Gibbs draws
+    stats = {}
+    if variant == "fs":
+        stats["accept_M"] = draws["accept_M"][..., 0]
+    elif variant == "cvfs":
+        stats["accept_M"] = draws["accept_M"][..., 1:]
+        stats["accept_delta_Omega"] = draws["accept_delta_Omega"]
+        dims["accept_M"] = ["keyword"]
     coords = {"region": np.arange(arrays.X.shape[0]), "concept": [GARBAGE] + vocab, "keyword": vocab,
               "feature": [f"x{j}" for j in range(p)], "feature_": [f"x{j}" for j in range(p)]}
-    return to_inference_data(posterior, sample_stats=stats, log_likelihood={"X": draws["unit_loglik"]},
+    return to_inference_data(posterior, sample_stats=stats or None, log_likelihood={"X": draws["unit_loglik"]},
                              observed_data={"X": data.X}, dims=dims, coords=coords,
                              attrs={"method": "collapsed_gibbs", "variant": variant})
 
