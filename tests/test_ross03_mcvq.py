@@ -258,7 +258,9 @@ def test_fit_outputs_and_reproducibility(simulated_fit):
     pred = fit.predict(Matrix(X[250:]))
     assert pred.reconstruction.shape == (50, 12) and pred.state_proba.shape == (50, 3, 3)
     np.testing.assert_allclose(pred.state_proba.sum(-1), 1.0)
-    assert np.sqrt(np.mean((pred.reconstruction - X[250:]) ** 2)) < 0.5
+    # far better than predicting each dimension's training mean
+    baseline = np.sqrt(np.mean((X[:250].mean(0) - X[250:]) ** 2))
+    assert np.sqrt(np.mean((pred.reconstruction - X[250:]) ** 2)) < 0.5 * baseline
     again = zoo.fit(zoo.model("ross03.mcvq", n_vqs=3, n_states=3), Matrix(X[:250]), seed=0, num_chains=4,
                     max_iter=30, progress_bar=False)
     np.testing.assert_array_equal(again.idata.sample_stats["free_energy"].values, idata.sample_stats[
