@@ -1,5 +1,6 @@
-"""Gustafson et al. 2007: the collapsed sweep against brute-force enumeration (FS) and a Geweke joint-distribution
-test against the NumPyro program (CVFS), plus the numpyro.infer.MCMC wrapper."""
+"""Gustafson et al. 2007: the collapsed sweep against brute-force enumeration (FS, driven by numpyro.infer.MCMC),
+a Geweke joint-distribution test against the NumPyro program (CVFS), and the (delta, Omega) move against importance
+sampling."""
 import itertools
 
 import zoo  # noqa: F401  (float64)
@@ -12,7 +13,7 @@ import pytest
 from numpyro.handlers import condition, seed, trace
 
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
-from zoo.inference.label_feature_gibbs import (BetaMixture, LabelFeatureGibbs, gibbs_sweep, init_state, run_gibbs)
+from zoo.inference.label_feature_gibbs import BetaMixture, LabelFeatureGibbs, gibbs_sweep, init_state
 from zoo.models.feature_selection import (DeltaOmegaPrior, collapsed_log_density, concept_masks, coverage_ok,
                                           feature_selection_model)
 
@@ -59,11 +60,17 @@ def _enumerate_fs(X):
 
 
 def test_fs_sweep_matches_brute_force_enumeration():
+    """The kernel driven by numpyro.infer.MCMC (4 vectorized chains): (Y, M) frequencies and the Rao-Blackwellized
+    label probabilities against the exact posterior; coverage holds in every draw."""
     states, exact = _enumerate_fs(X_TINY)
-    draws, last = run_gibbs(_problem(X_TINY), "fs", jax.random.PRNGKey(0), num_chains=4, num_warmup=100,
-                            num_samples=5000, collect=("Y", "M"), progress_bar=False, chunk=500)
-    Y = draws["Y"].reshape(-1, 4)
-    M = draws["M"][:, :, 0].reshape(-1, P)
+    mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(_problem(X_TINY), "fs"), num_warmup=0, num_samples=5000,
+                              num_chains=4, chain_method="vectorized", progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(0))
+    samples = mcmc.get_samples(group_by_chain=True)
+    assert samples["Y"].shape == (4, 5000, 4) and samples["M"].shape == (4, 5000, 3, P)
+    Y = np.asarray(samples["Y"])[:, 100:].reshape(-1, 4)
+    M = np.asarray(samples["M"])[:, 100:, 0].reshape(-1, P)
+    assert np.all((Y[:, :2] == 1).any(-1)) and np.all((Y[:, 2:] == 2).any(-1))   # coverage
     index = {s: i for i, s in enumerate(states)}
     counts = np.zeros(len(states))
     for y, m in zip(map(tuple, Y), map(tuple, M.astype(bool))):
@@ -71,12 +78,15 @@ def test_fs_sweep_matches_brute_force_enumeration():
     freq = counts / counts.sum()
     assert 0.5 * np.abs(freq - exact).sum() < 0.04          # total variation
     # Rao-Blackwellized label probabilities (eq. 1 averaged over sweeps) against the exact marginals
+    last = mcmc.last_state
     rb = np.asarray(last.proba_sum).sum(0) / np.asarray(last.n_kept).sum()
     exact_marg = np.zeros((4, 3))
     for (y, _), w in zip(states, exact):
         exact_marg[np.arange(4), list(y)] += w
     assert np.allclose(rb, exact_marg, atol=0.03)
     assert np.allclose(rb.sum(1), 1.0) and np.all(rb[~ALLOWED] == 0)
+    with pytest.raises(ValueError, match="variant"):
+        LabelFeatureGibbs(_problem(X_TINY), "lasso")
 
 
 def _program_kwargs():
@@ -158,18 +168,6 @@ def test_cvfs_sweep_passes_geweke_joint_distribution_test():
 @pytest.mark.slow
 def test_cvfs_sweep_passes_long_geweke_test():
     _geweke(100000, 60000)
-
-
-def test_numpyro_mcmc_drives_the_kernel():
-    mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(_problem(X_TINY), "full"), num_warmup=5, num_samples=10, num_chains=2,
-                              chain_method="vectorized", progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(0))
-    samples = mcmc.get_samples(group_by_chain=True)
-    assert samples["Y"].shape == (2, 10, 4) and samples["M"].shape == (2, 10, 3, P)
-    Y = np.asarray(samples["Y"])
-    assert np.all((Y[..., :2] == 1).any(-1)) and np.all((Y[..., 2:] == 2).any(-1))   # coverage holds
-    with pytest.raises(ValueError, match="variant"):
-        LabelFeatureGibbs(_problem(X_TINY), "lasso")
 
 
 def test_delta_omega_step_targets_the_exact_conditional():

@@ -108,39 +108,33 @@ def regions_from_program(variant: str = "cvfs", n_images: int = 68, n_keywords: 
 
 
 def _draw_latents_with_coverage(variant, allowed, image_ids, kw, p, seed, max_tries):
-    """One prior-predictive draw of the program, its labels redrawn per image until they cover the keywords."""
+    """One prior-predictive draw of the program. The labels' prior (uniform on S_i, restricted to the coverage
+    constraint) does not involve the other latent sites, so the labels are drawn first (uniform on S_i, redrawn per
+    image until they cover its keywords: exact rejection sampling) and the program, conditioned on them, draws
+    everything else (alpha, M, delta, Omega, mu, Sigma, X)."""
+    from numpyro.handlers import condition
+
     from zoo.models.feature_selection import coverage_ok, feature_selection_model
-    args = (jnp.asarray(allowed), jnp.asarray(image_ids), jnp.asarray(kw))
-
-    @jax.jit
-    def forward(key, args):
-        tr = trace(seed_handler(feature_selection_model, key)).get_trace(*args, variant=variant, n_features=p)
-        return {k: v["value"] for k, v in tr.items() if v["type"] == "sample"}
-
-    values = {k: np.asarray(v) for k, v in forward(jax.random.PRNGKey(seed), args).items()}
-    rng = np.random.default_rng(seed + 1)
-    Y = values["Y"].copy()
+    rng = np.random.default_rng(seed)
+    Y = np.zeros(len(image_ids), np.int64)
     for i in range(kw.shape[0]):
         units = np.nonzero(image_ids == i)[0]
+        if units.size == 0:
+            continue
         choices = np.nonzero(allowed[units[0]])[0]
         for _ in range(max_tries):
+            Y[units] = rng.choice(choices, size=units.size)
             if all(np.any(Y[units] == k) for k in np.nonzero(kw[i])[0]):
                 break
-            Y[units] = rng.choice(choices, size=units.size)
         else:
             raise RuntimeError(f"image {i}: no label draw covered its keywords in {max_tries} tries")
-    assert bool(coverage_ok(jnp.asarray(Y), jnp.asarray(image_ids), jnp.asarray(kw)))
-    # redraw X given the covering labels (the other latents unchanged)
-    from numpyro.handlers import condition
-    fixed = {k: v for k, v in values.items() if k not in ("X", "M_garbage")}
-    fixed["Y"] = Y
+    args = (jnp.asarray(allowed), jnp.asarray(image_ids), jnp.asarray(kw))
+    assert bool(coverage_ok(jnp.asarray(Y), *args[1:]))
 
     @jax.jit
-    def redraw_x(key, fixed, args):
-        tr = trace(seed_handler(condition(feature_selection_model, fixed), key)).get_trace(
+    def forward(key, Y):
+        tr = trace(seed_handler(condition(feature_selection_model, {"Y": Y}), key)).get_trace(
             *args, variant=variant, n_features=p)
-        return tr["X"]["value"]
+        return {k: v["value"] for k, v in tr.items() if v["type"] == "sample"}
 
-    values["Y"] = Y
-    values["X"] = np.asarray(redraw_x(jax.random.PRNGKey(seed + 2), fixed, args))
-    return values
+    return {k: np.asarray(v) for k, v in forward(jax.random.PRNGKey(seed), jnp.asarray(Y)).items()}
