@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import identity, is_prng_key
 
-from zoo.inference.kernel_selection import (delta2_metropolis_step, draw_beta, draw_delta2,
+from zoo.inference.kernel_selection import (SelectionInfo, delta2_metropolis_step, draw_beta, draw_delta2,
                                             kernel_selection_sweep)
 from zoo.inference.linalg import ActiveSet, active_set_from_mask, slot_mask
 from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, draw_z_given_signs,
@@ -57,6 +57,7 @@ class MILConfig(NamedTuple):
     z_sampler: str = "exact"          # "exact" | "mh"
     ridge: float = 1e-8
     store_z: bool = False
+    update_gamma: bool = True          # False: the active set stays fixed (beta, delta2, Z moves only)
 
 
 class MILState(NamedTuple):
@@ -158,8 +159,12 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
     m = problem.psi.shape[1]
     key, k_gamma, k_beta, k_delta, k_z = jax.random.split(state.rng_key, 5)
     b = problem.psi.T @ state.z                                        # Psi' z, O(N^2) once per sweep
-    aset, sel = kernel_selection_sweep(k_gamma, state.aset, problem.gram, b, state.delta2,
-                                       config.prior_a, config.prior_b, 0.5 * config.ridge)
+    if config.update_gamma:
+        aset, sel = kernel_selection_sweep(k_gamma, state.aset, problem.gram, b, state.delta2,
+                                           config.prior_a, config.prior_b, 0.5 * config.ridge)
+    else:
+        zero = jnp.zeros((), jnp.int32)
+        aset, sel = state.aset, SelectionInfo(proposals=zero, accepted=zero, capacity_hits=zero)
     beta_active = draw_beta(k_beta, aset, problem.psi, b, state.delta2, config.ridge)
     if config.delta2_log_prob is None:
         delta2 = draw_delta2(k_delta, aset, problem.gram, beta_active, config.delta2_alpha, config.delta2_beta)

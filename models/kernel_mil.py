@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
 __all__ = ["KERNELS", "kernel_function", "gram_matrix", "kernel_mil_program", "group_label_from_signs",
-           "LABEL_NEGATIVE", "LABEL_MIXED", "LABEL_POSITIVE", "LABEL_AT_LEAST_ONE", "LABEL_FREE"]
+           "LABEL_NEGATIVE", "LABEL_MIXED", "LABEL_POSITIVE", "LABEL_AT_LEAST_ONE", "LABEL_FREE",
+           "probit_fixed_active_program"]
 
 LABEL_NEGATIVE, LABEL_MIXED, LABEL_POSITIVE, LABEL_AT_LEAST_ONE, LABEL_FREE = 0, 1, 2, 3, 4
 
@@ -108,3 +110,20 @@ def kernel_mil_program(psi, gram, group_index, group_valid, label_family, group_
         if chi is not None:
             share = jnp.sum(positive & group_valid, 1) / jnp.maximum(jnp.sum(group_valid, 1), 1)
             numpyro.sample("fraction", dist.Beta(chi * share + 1.0, chi * (1.0 - share) + 1.0), obs=fraction)
+
+
+def probit_fixed_active_program(psi_active, gram_active, y=None, prior_delta2=None):
+    """The supervised model with a fixed active set and Z integrated out (for generic NUTS as a peer).
+
+    psi_active (N, K) active basis columns; gram_active (K, K) = psi_active'psi_active + ridge I; y (N,) 0/1
+    (observed, entering as a factor).
+    delta2 ~ prior; beta ~ N(0, delta2 gram_active^{-1}); y_i ~ Bernoulli(Phi(f_i)), f = psi_active beta.
+    """
+    prior_delta2 = prior_delta2 if prior_delta2 is not None else dist.InverseGamma(0.5, 0.5)
+    delta2 = numpyro.sample("delta2", prior_delta2)
+    k = psi_active.shape[1]
+    beta = numpyro.sample("beta", dist.MultivariateNormal(jnp.zeros(k), precision_matrix=gram_active / delta2))
+    f = psi_active @ beta
+    numpyro.deterministic("f", f)
+    # log Phi(+-f) in log space (a Bernoulli with probs = Phi(f) would hit log 0 for |f| > 38)
+    numpyro.factor("y", jnp.sum(jnp.where(y == 1, jax.scipy.special.log_ndtr(f), jax.scipy.special.log_ndtr(-f))))

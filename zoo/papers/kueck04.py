@@ -17,6 +17,7 @@ family switches delta2 to a random-walk Metropolis step).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from typing import Any
 
@@ -29,7 +30,7 @@ from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
 from zoo.data import mil as _mil_data  # noqa: F401  (registers the loaders)
-from zoo.inference.mil_gibbs import MILConfig, MILGibbs, MILProblem
+from zoo.inference.mil_gibbs import MILConfig, MILGibbs, MILProblem, init_mil_state, mil_gibbs_sweep
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
                                    LABEL_POSITIVE, gram_matrix, kernel_mil_program)
@@ -229,10 +230,69 @@ def _problem(prep: MILPrepared) -> MILProblem:
                       log_weight=None if prep.log_weight is None else jnp.asarray(prep.log_weight))
 
 
+@functools.partial(jax.jit, static_argnames=("config", "n_sweeps", "thinning", "collect"))
+def _advance(states, problem: MILProblem, config: MILConfig, n_sweeps: int, thinning: int, collect: bool):
+    """Run every chain (leading axis of ``states``) ``n_sweeps`` sweeps; with ``collect`` keep every
+    ``thinning``-th position and statistic. Compiled once per shapes and settings, reused across fits and chunks."""
+    def chain(state):
+        def thin_block(s, _):
+            s = jax.lax.fori_loop(0, thinning, lambda i, t: mil_gibbs_sweep(t, problem, config), s)
+            return s, ((s.position, {f: getattr(s, f) for f in MILGibbs.stat_fields}) if collect else None)
+        return jax.lax.scan(thin_block, state, None, length=n_sweeps // thinning)
+    return jax.vmap(chain)(states)
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def _init_chains(keys, problem: MILProblem, config: MILConfig):
+    return jax.vmap(lambda k: init_mil_state(k, problem, config))(keys)
+
+
+def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar):
+    """The default driver: all chains vectorized (vmap), warm-up then sampling in chunks of compiled sweeps
+    with a progress bar between chunks. Returns (samples, stats, last_state), arrays (chain, draw, ...)."""
+    from tqdm.auto import tqdm
+    chunk = 100 * thinning
+    states = _init_chains(jax.random.split(jax.random.PRNGKey(seed), num_chains), problem, config)
+    total = num_warmup + num_samples * thinning
+    bar = tqdm(total=total, desc="blocked Gibbs", disable=not progress_bar, leave=False)
+    done = 0
+    while done < num_warmup:
+        n = min(chunk, num_warmup - done)
+        states, _ = _advance(states, problem, config, n, 1, False)
+        done += n
+        bar.update(n)
+    pieces = []
+    remaining = num_samples
+    while remaining > 0:
+        n = min(chunk // thinning, remaining)
+        states, out = _advance(states, problem, config, n * thinning, thinning, True)
+        pieces.append(jax.device_get(out))
+        remaining -= n
+        bar.update(n * thinning)
+    bar.close()
+    positions = {k: np.concatenate([p[0][k] for p in pieces], axis=1) for k in pieces[0][0]}
+    stats = {k: np.concatenate([p[1][k] for p in pieces], axis=1) for k in pieces[0][1]}
+    return positions, stats, states
+
+
+def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar,
+                 chain_method):
+    """The same sampler driven by ``numpyro.infer.MCMC`` (recompiles on every call)."""
+    mcmc = MCMC(MILGibbs(problem, config), num_warmup=num_warmup, num_samples=num_samples,
+                num_chains=num_chains, thinning=thinning, chain_method=chain_method, progress_bar=progress_bar,
+                jit_model_args=True)
+    mcmc.run(jax.random.PRNGKey(seed), problem=problem, extra_fields=MILGibbs.stat_fields)
+    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    stats = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    return samples, stats, mcmc.last_state
+
+
 def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar, chain_method,
-               store_z, z_sampler, method_name, unknown) -> Fit:
+               store_z, z_sampler, method_name, unknown, driver="chunked") -> Fit:
     if unknown:
         raise ValueError(f"{method_name}: unknown option(s) {', '.join(sorted(unknown))}")
+    if driver not in ("chunked", "numpyro"):
+        raise ValueError(f"driver: {driver!r} is not 'chunked' or 'numpyro'")
     for name, value, low in (("num_chains", num_chains, 1), ("num_warmup", num_warmup, 0),
                              ("num_samples", num_samples, 1), ("thinning", thinning, 1)):
         if not isinstance(value, (int, np.integer)) or value < low:
@@ -240,12 +300,12 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     prep = prepare(spec, data)
     config = _config(spec, prep, z_sampler, store_z)
     problem = _problem(prep)
-    kernel = MILGibbs(problem, config)
-    mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                thinning=thinning, chain_method=chain_method, progress_bar=progress_bar, jit_model_args=True)
-    mcmc.run(jax.random.PRNGKey(seed), problem=problem, extra_fields=MILGibbs.stat_fields)
-    samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    stats = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    settings = dict(seed=seed, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
+                    thinning=thinning, progress_bar=progress_bar)
+    if driver == "chunked":
+        samples, stats, last_state = _run_chunked(problem, config, **settings)
+    else:
+        samples, stats, last_state = _run_numpyro(problem, config, chain_method=chain_method, **settings)
     hits = int(stats["capacity_hits"].sum())
     if hits:
         warnings.warn(f"kueck04: the active set reached max_active={config.capacity} ({hits} refused births); "
@@ -262,7 +322,7 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
                               observed_data=observed, dims=dims,
                               attrs={"method": method_name, "model": spec.id, "kernel": spec.options["kernel"],
                                      "width": prep.width})
-    return Fit(idata=idata, spec=spec, method=method_name, state=dict(prepared=prep, last_state=mcmc.last_state),
+    return Fit(idata=idata, spec=spec, method=method_name, state=dict(prepared=prep, last_state=last_state),
                headline=["delta2", "n_active"], predictor=predict, data=data)
 
 
@@ -305,22 +365,27 @@ def _register() -> None:
     @register_method(ids, "blocked_gibbs")
     def blocked_gibbs(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                       num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
-                      chain_method: str = "vectorized", store_z: bool = False, **unknown: Any) -> Fit:
-        """Blocked Gibbs (Listing 4.1) with kernel selection and the exact orthant-truncated Z sampler."""
+                      chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
+                      **unknown: Any) -> Fit:
+        """Blocked Gibbs (Listing 4.1) with kernel selection and the exact orthant-truncated Z sampler.
+
+        ``driver="chunked"`` (default): vectorized chains in compiled chunks reused across fits of the same
+        shapes; ``driver="numpyro"``: ``numpyro.infer.MCMC`` with ``chain_method`` (recompiles per call)."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="exact",
-                          method_name="blocked_gibbs", unknown=unknown)
+                          method_name="blocked_gibbs", unknown=unknown, driver=driver)
 
     @register_method(ids, "blocked_gibbs_mh")
     def blocked_gibbs_mh(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                          num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
-                         chain_method: str = "vectorized", store_z: bool = False, **unknown: Any) -> Fit:
+                         chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
+                         **unknown: Any) -> Fit:
         """Blocked Gibbs with the thesis' Metropolis Z samplers (independence MH / random walk), for comparison."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="mh",
-                          method_name="blocked_gibbs_mh", unknown=unknown)
+                          method_name="blocked_gibbs_mh", unknown=unknown, driver=driver)
 
 
 _register()
