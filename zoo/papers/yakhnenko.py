@@ -206,9 +206,10 @@ register_model("yakhnenko.mom_hdp", paper=PAPER, title="Multi-modal HDP, truncat
 
 
 @register_method("yakhnenko.mom_lda", "mean_field_vi")
-def fit_mom_lda(spec, data, seed=0, num_chains=1, max_iter=300, tol=1e-6, local_steps=3, seed_docs_per_factor=2,
+def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, seed_docs_per_factor=2,
                 chunk=10, progress_bar=True, **unknown) -> Fit:
-    """Coordinate-ascent mean-field VI (Sec. 2.6.1-2.6.2); each chain is a random restart."""
+    """Coordinate-ascent mean-field VI (Sec. 2.6.1-2.6.2); each chain is a random restart (default 2), the
+    restart with the highest ELBO makes the predictions."""
     _check_method_options(unknown, "mean_field_vi")
     data = check_counts(data)
     _loop_options(max_iter, tol, local_steps)
@@ -223,7 +224,7 @@ def fit_mom_lda(spec, data, seed=0, num_chains=1, max_iter=300, tol=1e-6, local_
 
 
 @register_method("yakhnenko.mom_hdp", "stick_breaking_vi")
-def fit_mom_hdp(spec, data, seed=0, num_chains=1, max_iter=300, tol=1e-6, local_steps=3, beta_steps=25,
+def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, beta_steps=25,
                 beta_learning_rate=0.05, seed_docs_per_factor=2, chunk=10, fixed_beta=None, progress_bar=True,
                 **unknown) -> Fit:
     """Truncated stick-breaking VI: coordinate ascent plus the stick logits of beta by optax (Sec. 2.6.3).
