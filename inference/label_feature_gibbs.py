@@ -114,6 +114,13 @@ def _concept_terms(problem, stats, masks, delta, Omega):
     return fn(problem.concept_prior, *stats, masks, delta, Omega)
 
 
+def _old_and_new_terms(problem, stats, masks_old, masks_new, delta, Omega):
+    """Concept terms under the current and the proposed masks in one vectorized call (one traced copy)."""
+    both = _concept_terms(problem, tuple(jnp.concatenate([a, a]) for a in stats),
+                          jnp.concatenate([masks_old, masks_new]), delta, Omega)
+    return both[: masks_old.shape[0]], both[masks_old.shape[0]:]
+
+
 def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, key):
     """Step 1: MH flip of one random element of each M_k (CVFS, k >= 1) or of the shared M (FS)."""
     n_concepts, p = state.M.shape
@@ -124,8 +131,8 @@ def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, k
     if variant == "fs":
         j = jax.random.randint(k_idx, (), 0, p)
         m_new = state.M[0].at[j].set(~state.M[0, j])
-        old = _concept_terms(problem, stats, jnp.broadcast_to(state.M[0], state.M.shape), state.delta, state.Omega)
-        new = _concept_terms(problem, stats, jnp.broadcast_to(m_new, state.M.shape), state.delta, state.Omega)
+        old, new = _old_and_new_terms(problem, stats, jnp.broadcast_to(state.M[0], state.M.shape),
+                                      jnp.broadcast_to(m_new, state.M.shape), state.delta, state.Omega)
         sign = jnp.where(m_new[j], 1.0, -1.0)
         log_ratio = new.sum() - old.sum() + sign * problem.inclusion_logit
         accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
@@ -135,8 +142,7 @@ def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, k
     j = jax.random.randint(k_idx, (n_concepts,), 0, p)
     rows = jnp.arange(n_concepts)
     M_new = state.M.at[rows, j].set(~state.M[rows, j])
-    old = _concept_terms(problem, stats, state.M, state.delta, state.Omega)
-    new = _concept_terms(problem, stats, M_new, state.delta, state.Omega)
+    old, new = _old_and_new_terms(problem, stats, state.M, M_new, state.delta, state.Omega)
     sign = jnp.where(M_new[rows, j], 1.0, -1.0)
     alpha_j = state.alpha[j]
     log_ratio = new - old + sign * (jnp.log(alpha_j) - jnp.log1p(-alpha_j))
@@ -250,18 +256,21 @@ def delta_omega_step(problem: RegionProblem, state: GibbsState, key):
     z = state.delta + jax.random.normal(k_aug, (n, p)) @ jnp.linalg.cholesky(state.Omega).T
     prior = problem.delta_omega_prior
     full = jnp.ones(p, bool)
-    x_old = _complete(problem.X, unit_masks, z, state.Omega)
-    stats_old = suffstats(x_old)
+    stats_old = suffstats(_complete(problem.X, unit_masks, z, state.Omega))
     post = niw_posterior(prior, *stats_old)
     omega_new = _sample_iw_full(k_sigma, post)
     delta_new = post.mean + jnp.linalg.cholesky(omega_new) @ jax.random.normal(k_mu, (p,)) / jnp.sqrt(post.rho)
-    x_new = _complete(problem.X, unit_masks, z, omega_new)
-    stats_new = suffstats(x_new)
-    ll = lambda st, d, o: gaussian_loglik_suffstats(*st, d, o, full)
-    log_ratio = (ll(stats_new, delta_new, omega_new) + ll(stats_new, state.delta, state.Omega)
-                 + niw_log_marginal(prior, *stats_old, full)
-                 - ll(stats_old, state.delta, state.Omega) - ll(stats_old, delta_new, omega_new)
-                 - niw_log_marginal(prior, *stats_new, full))
+    stats_new = suffstats(_complete(problem.X, unit_masks, z, omega_new))
+    # log r = sum log phi(x*(Omega'); theta') + sum log phi(x*(Omega'); theta) + log m(x*(Omega))
+    #       - sum log phi(x*(Omega); theta) - sum log phi(x*(Omega); theta') - log m(x*(Omega')), m = NIW marginal
+    stack = lambda *xs: jnp.stack(xs)
+    st = tuple(stack(a, a, b, b) for a, b in zip(stats_new, stats_old))
+    ll = jax.vmap(gaussian_loglik_suffstats, in_axes=(0, 0, 0, 0, 0, None))(
+        *st, stack(delta_new, state.delta, state.delta, delta_new), stack(omega_new, state.Omega, state.Omega,
+                                                                          omega_new), full)
+    marg = jax.vmap(niw_log_marginal, in_axes=(None, 0, 0, 0, None))(
+        prior, *(stack(a, b) for a, b in zip(stats_old, stats_new)), full)
+    log_ratio = ll[0] + ll[1] - ll[2] - ll[3] + marg[0] - marg[1]
     accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
     delta = jnp.where(accept, delta_new, state.delta)
     Omega = jnp.where(accept, omega_new, state.Omega)
