@@ -148,6 +148,7 @@ def fit_stick_breaking(keys: jax.Array, dense_modalities: Sequence[np.ndarray], 
     logits0 = jnp.asarray(init_stick_logits, dtype=jnp.float64).reshape(n_topics - 1)
     conc0 = alpha_pi * stick_weights(logits0)
     log_coefficient = jnp.asarray(log_multinomial_coefficient(dense_modalities))
+    chunk = max(1, min(int(chunk), int(max_iter)))
     topic = init_batched(keys, dense, n_topics, conc0, etas, seed_docs_per_factor)
     state = HDPState(topic, jnp.broadcast_to(logits0, (keys.shape[0],) + logits0.shape))
     static = dict(local_steps=local_steps, beta_steps=beta_steps, beta_learning_rate=beta_learning_rate,

@@ -236,8 +236,9 @@ def token_topic_counts(gamma: jnp.ndarray, log_phi: jnp.ndarray, data: SparseCou
 
 def run_chunked(step_chunk: Callable, state, *, max_iter: int, tol: float, chunk: int,
                 progress_bar: bool, desc: str = "VI"):
-    """Drive a jitted ``step_chunk(state) -> (state, trace (chunk,))`` until ``max_iter`` iterations or until the
-    relative change of the objective over one iteration is below ``tol`` (checked after every chunk).
+    """Drive a jitted ``step_chunk(state) -> (state, trace (chunk,))`` until ``max_iter`` iterations (rounded up to a
+    multiple of ``chunk``) or until the relative change of the objective over one iteration is below ``tol`` for
+    every restart (checked after every chunk).
 
     The loop over chunks is Python (for the progress bar); each chunk is a ``lax.scan``.  Returns the final state
     and the objective trace (..., iterations actually run)."""
@@ -261,7 +262,7 @@ def run_chunked(step_chunk: Callable, state, *, max_iter: int, tol: float, chunk
                 break
     if bar is not None:
         bar.close()
-    return state, np.concatenate(traces, axis=-1)[..., :max_iter]
+    return state, np.concatenate(traces, axis=-1)
 
 
 def _lda_chunk(state: TopicVIState, modalities, prior_concentration, etas, log_coefficient, *, local_steps: int,
@@ -292,6 +293,7 @@ def fit_mean_field(keys: jax.Array, dense_modalities: Sequence[np.ndarray], n_to
     prior_concentration = jnp.asarray(prior_concentration, dtype=jnp.float64)
     etas = tuple(jnp.asarray(e, dtype=jnp.float64) for e in etas)
     log_coefficient = jnp.asarray(log_multinomial_coefficient(dense_modalities))
+    chunk = max(1, min(int(chunk), int(max_iter)))
 
     state = init_batched(keys, dense, n_topics, prior_concentration, etas, seed_docs_per_factor)
     return run_chunked(lambda s: _lda_chunk_batched(s, modalities, prior_concentration, etas, log_coefficient,

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
-from jax.scipy.special import gammaln
+from scipy.special import gammaln
 
 import zoo.data.corel5k  # noqa: F401  (registers the loaders)
 from zoo.data.containers import MultimodalCounts
