@@ -119,3 +119,15 @@ def test_undersampling_and_folds(ring):
     for k in range(5):
         share = ring.bag_labels[folds == k].mean()
         assert abs(share - ring.bag_labels.mean()) < 0.15
+
+
+def test_numpyro_mcmc_driver_vectorized_chains():
+    """The MCMCKernel driven by numpyro.infer.MCMC (vectorized chains) gives the same kind of Fit."""
+    d = ring_data(n=30, seed=5)
+    spec = zoo.model("kueck04.constraint", kernel="gaussian", width=1.0)
+    fit = zoo.fit(spec, Bags(d.X, d.bag_ids, group_labels=d.group_labels), seed=2, num_chains=2, num_warmup=20,
+                  num_samples=30, progress_bar=False, driver="numpyro", chain_method="vectorized")
+    post = fit.idata.posterior
+    assert post["beta"].shape == (2, 30, 30) and post["n_active"].shape == (2, 30)
+    assert not np.allclose(post["delta2"].values[0], post["delta2"].values[1])   # chains differ
+    assert fit.idata.log_likelihood["groups"].shape == (2, 30, d.n_bags)
