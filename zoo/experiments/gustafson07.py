@@ -115,8 +115,9 @@ def sec7_study(train: AnnotatedRegions, valid: AnnotatedRegions, num_warmup: int
     return out
 
 
-def _real_regions():
-    """MSRC-v2 annotated regions with the paper's 16 features, or None (with the reason) when unavailable."""
+def _real_regions(n_images: int | None = 68, seed: int = 0):
+    """MSRC-v2 annotated regions with the paper's 16 features (``n_images`` drawn at random, the paper's 68 by
+    default; None = all 591), or None (with the reason) when the data are unavailable."""
     try:
         data = zoo.load_dataset("msrc_v2", features="gustafson07", split="all", progress=False)
     except (FileNotFoundError, ValueError, ImportError, OSError) as err:
@@ -125,7 +126,13 @@ def _real_regions():
     sizes = np.bincount(data.image_ids, minlength=data.n_images)
     ok = [i for i in range(data.n_images) if len(data.keywords[i]) <= sizes[i] and sizes[i] > 0]
     dropped = data.n_images - len(ok)
-    return subset_images(data, ok), f"MSRC-v2 ({len(ok)} images; {dropped} with more keywords than regions left out)"
+    if n_images is not None and n_images < len(ok):
+        ok = sorted(np.random.default_rng(seed).choice(ok, size=n_images, replace=False).tolist())
+    data = subset_images(data, ok)
+    used = np.unique(np.concatenate([np.asarray(data.keyword_matrix()).nonzero()[1]]))
+    return data, (f"MSRC-v2 ({len(ok)} of 591 images drawn at random, {len(data.X)} regions, {used.size} of "
+                  f"{len(data.vocabulary)} classes as keywords; {dropped} images with more keywords than regions "
+                  f"excluded before drawing)")
 
 
 def _sec7_text(res, source, n_train, n_valid, iters):
@@ -254,9 +261,10 @@ def collapsed_fs_program(X, labelled, n_concepts, delta, Omega):
     import numpyro.distributions as dist
     from zoo.models.feature_selection import collapsed_log_density, concept_masks
     p = X.shape[1]
-    m = numpyro.sample("M", dist.Bernoulli(probs=0.5 * jnp.ones(p)).to_event(1))
-    n_free = X.shape[0] - labelled.shape[0]
-    y_free = numpyro.sample("Y", dist.Categorical(probs=jnp.ones(n_concepts) / n_concepts).expand([n_free]).to_event(1))
+    with numpyro.plate("feature", p):
+        m = numpyro.sample("M", dist.Bernoulli(probs=0.5))
+    with numpyro.plate("unit", X.shape[0] - labelled.shape[0]):
+        y_free = numpyro.sample("Y", dist.Categorical(probs=jnp.ones(n_concepts) / n_concepts))
     numpyro.sample("nuisance", dist.Normal(0.0, 1.0))
     Y = jnp.concatenate([labelled, y_free])
     masks = concept_masks("fs", m, n_concepts, p)
