@@ -174,7 +174,6 @@ def _delta_omega_z_scores(exact: bool):
     """Step 4 alone, every unit in a concept whose only relevant feature is x_0: z-scores of the chain's averages
     of (delta, log diag Omega, corr) against importance sampling of prior x prod phi(x_1 | x_0; delta, Omega)."""
     from scipy import stats
-    from zoo.inference.label_feature_gibbs import delta_omega_step
     rng = np.random.default_rng(0)
     n = 30
     X = rng.normal(size=(n, P)) @ np.array([[1.0, 0.0], [1.6, 1.2]]).T + np.array([0.5, -1.0])

@@ -92,7 +92,7 @@ def regions_from_program(variant: str = "cvfs", n_images: int = 68, n_keywords: 
     """AnnotatedRegions from the prior predictive of the FULL/FS/CVFS program (defaults shaped like Sec. 7's Corel
     set: 68 images, ~11 segments each, 17 keywords, 16 features). Labels are drawn under the coverage constraint by
     rejection, image by image. ``return_truth`` also returns the latent sites (dict of numpy arrays)."""
-    from zoo.models.feature_selection import VARIANTS, feature_selection_model
+    from zoo.models.feature_selection import VARIANTS
     if variant not in VARIANTS:
         raise ValueError(f"variant: {variant!r} is not one of {VARIANTS}")
     if int(n_features) < 1 or int(n_keywords) < 1:

@@ -158,7 +158,7 @@ def _sec7_text(res, source, n_train, n_valid, iters):
     frozen = float(np.mean(res["switch_M"]["fs"][0] == 0))
     text += [f"CVFS M: {int(moving.sum())} of {isr.size} indicators with ISR > 0.05, median TSR/ISR among them "
              f"{ratio}; FS indicators that never switch (thinned): {frozen:.2f}",
-             f"labels: median TSR/ISR (ISR > 0.05) " + ", ".join(
+             "labels: median TSR/ISR (ISR > 0.05) " + ", ".join(
                  f"{v.upper()} {np.median(t[i > 0.05] / i[i > 0.05]):.2f}" if np.any(i > 0.05) else f"{v.upper()} n/a"
                  for v, (t, i) in res["switch_Y"].items()), ""]
     return text

@@ -322,7 +322,6 @@ def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, 
     flat = np.arange(n_chain * n_draw)
     pick = flat[np.unique(np.linspace(0, flat.size - 1, min(max_draws, flat.size)).round().astype(int))]
     problem, variant = fit.state["problem"], fit.state["variant"]
-    p = arrays.X.shape[1]
 
     def take(name, default):
         if name in draws:
@@ -343,7 +342,6 @@ def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, 
         return total / Ys.shape[0]
 
     proba = np.asarray(mean_proba(Ys, Ms, deltas, Omegas, jnp.asarray(new.X)))
-    del p
     return RegionLabelPrediction(proba, relevance, concepts, annotated)
 
 
