@@ -162,7 +162,7 @@ def _geweke(n_forward, n_chain):
 
 
 def test_cvfs_sweep_passes_geweke_joint_distribution_test():
-    _geweke(12000, 6000)
+    _geweke(8000, 5000)
 
 
 @pytest.mark.slow
@@ -185,7 +185,7 @@ def _delta_omega_z_scores(exact: bool):
     f = lambda d, O: np.stack([d[:, 0], d[:, 1], np.log(O[:, 0, 0]), np.log(O[:, 1, 1]),
                                O[:, 0, 1] / np.sqrt(O[:, 0, 0] * O[:, 1, 1])], 1)
     g = f(np.asarray(d)[1000:], np.asarray(O)[1000:])
-    N = 400_000
+    N = 200_000
     Om = stats.invwishart.rvs(df=P + 2, scale=np.eye(P), size=N, random_state=rng)
     de = np.einsum("nij,nj->ni", np.linalg.cholesky(Om), rng.normal(size=(N, P)))
     slope = Om[:, 1, 0] / Om[:, 0, 0]
