@@ -214,7 +214,9 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False) -> dict:
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     names = list(res2["accuracy"])
     axes[0].boxplot([100 * np.array(res2["accuracy"][n]["best"]) for n in names])
-    axes[0].set_xticks(range(1, len(names) + 1), ["ML 3", "ML 6", "MAP 6"])
+    short = {"ML, 3 informative features": "ML 3", "ML, all 6 features": "ML 6",
+             "MAP shrinkage, all 6 features": "MAP 6", SYMMETRIC: "ML 6 sym."}
+    axes[0].set_xticks(range(1, len(names) + 1), [short[n] for n in names])
     axes[0].set_ylabel("training accuracy %")
     axes[0].set_title("Sec. 2 (paper: ML 3 = 99.5, ML 6 = 37.5)")
     names5 = list(res5["rms"])
