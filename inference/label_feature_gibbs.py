@@ -38,7 +38,7 @@ from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_conce
                                          sample_beta, sample_masked_inverse_wishart, sample_niw_masked, suffstats)
 
 __all__ = ["RegionProblem", "BetaMixture", "GibbsState", "SweepInfo", "concept_suffstats", "concept_masks_of",
-           "feature_flip_step", "label_step", "alpha_step", "delta_omega_step", "gibbs_sweep", "init_state",
+           "feature_flip_step", "single_flip_step", "label_step", "alpha_step", "delta_omega_step", "gibbs_sweep", "init_state",
            "LabelFeatureGibbs", "run_gibbs", "predictive_log_lik"]
 
 
@@ -56,7 +56,8 @@ class RegionProblem(NamedTuple):
     0 False) = keywords each image must cover; image_slots (I, J) int = unit indices of each image, -1 padded;
     concept_prior; delta_omega_prior (NIW of (delta, Omega), CVFS); alpha_prior (CVFS); inclusion_logit = log q/(1-q)
     of the FS prior Pr(M_j = 1) = q; delta0 (p,), Omega0 (p, p): fixed (delta, Omega) (FULL/FS) or initial values;
-    exact_delta_omega: True = MH-corrected step 4 (exact), False = the paper's plain conjugate draw (biased).
+    exact_delta_omega: True = MH-corrected step 4 (exact), False = the paper's plain conjugate draw (biased);
+    flips_per_sweep: MH flips of each M_k per sweep (the paper: 1).
     """
     X: jnp.ndarray
     allowed: jnp.ndarray
@@ -69,6 +70,7 @@ class RegionProblem(NamedTuple):
     delta0: jnp.ndarray
     Omega0: jnp.ndarray
     exact_delta_omega: jnp.ndarray = True
+    flips_per_sweep: jnp.ndarray = 1
 
 
 class GibbsState(NamedTuple):
@@ -125,11 +127,31 @@ def _old_and_new_terms(problem, stats, masks_old, masks_new, delta, Omega):
 
 
 def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, key):
-    """Step 1: MH flip of one random element of each M_k (CVFS, k >= 1) or of the shared M (FS)."""
+    """Step 1: ``problem.flips_per_sweep`` successive MH flips (one random element each) of each M_k (CVFS,
+    k >= 1) or of the shared M (FS); info = acceptance rate per concept row."""
+    n_concepts = state.M.shape[0]
+    if variant == "full":
+        return state, jnp.zeros(n_concepts)
+    n_flips = jnp.maximum(jnp.asarray(problem.flips_per_sweep), 1)
+    stats = concept_suffstats(problem.X, state.Y, n_concepts)          # Y does not change during the flips
+
+    def body(i, carry):
+        st, accepted = carry
+        st, acc = single_flip_step(problem, variant, st, jax.random.fold_in(key, i), stats)
+        return st, accepted + acc
+
+    state, accepted = jax.lax.fori_loop(0, n_flips, body, (state, jnp.zeros(n_concepts)))
+    return state, accepted / n_flips
+
+
+def single_flip_step(problem: RegionProblem, variant: str, state: GibbsState, key, stats=None):
+    """One MH flip of one random element of each M_k (CVFS, k >= 1) or of the shared M (FS); ``stats`` = the
+    concept sufficient statistics of the current labels (computed when None)."""
     n_concepts, p = state.M.shape
     if variant == "full":
         return state, jnp.zeros(n_concepts)
-    stats = concept_suffstats(problem.X, state.Y, n_concepts)
+    if stats is None:
+        stats = concept_suffstats(problem.X, state.Y, n_concepts)
     k_idx, k_acc = jax.random.split(key)
     if variant == "fs":
         j = jax.random.randint(k_idx, (), 0, p)

@@ -63,7 +63,8 @@ def test_fs_sweep_matches_brute_force_enumeration():
     """The kernel driven by numpyro.infer.MCMC (4 vectorized chains): (Y, M) frequencies and the Rao-Blackwellized
     label probabilities against the exact posterior; coverage holds in every draw."""
     states, exact = _enumerate_fs(X_TINY)
-    mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(_problem(X_TINY), "fs"), num_warmup=0, num_samples=5000,
+    problem = _problem(X_TINY)._replace(flips_per_sweep=jnp.asarray(2))     # the flip loop, not only one flip
+    mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(problem, "fs"), num_warmup=0, num_samples=5000,
                               num_chains=4, chain_method="vectorized", progress_bar=False)
     mcmc.run(jax.random.PRNGKey(0))
     samples = mcmc.get_samples(group_by_chain=True)
