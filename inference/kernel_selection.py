@@ -67,7 +67,7 @@ def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, gram: jnp.ndarray, b
         slot = aset.slot_of[j]
         b_a = jnp.where(slot_mask(aset), b[aset.members], 0.0)
         u = aset.inverse @ b_a
-        delta_q = -u[slot] ** 2 / aset.inverse[slot, slot]
+        delta_q = -u[slot] ** 2 / jnp.maximum(aset.inverse[slot, slot], jnp.finfo(u.dtype).tiny)
         accept = log_u_acc[j] < log_penalty + 0.5 * c * delta_q
         new = lax.cond(accept, lambda a: apply_death(a, slot), lambda a: a, aset)
         return new, (jnp.ones((), jnp.int32), accept.astype(jnp.int32), jnp.zeros((), jnp.int32))

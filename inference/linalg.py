@@ -95,7 +95,7 @@ def apply_death(aset: ActiveSet, slot: jnp.ndarray) -> ActiveSet:
     inv = aset.inverse[perm][:, perm]
     members = aset.members[perm]
     col = inv[:, last]
-    h_ll = inv[last, last]
+    h_ll = jnp.maximum(inv[last, last], jnp.finfo(inv.dtype).tiny)   # > 0 in exact arithmetic
     inv = inv - jnp.outer(col, col) / h_ll
     keep = idx < last
     inv = jnp.where(keep[:, None] & keep[None, :], inv, 0.0)

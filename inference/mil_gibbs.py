@@ -20,7 +20,7 @@ from numpyro.util import identity, is_prng_key
 
 from zoo.inference.kernel_selection import (SelectionInfo, delta2_metropolis_step, draw_beta, draw_delta2,
                                             kernel_selection_sweep)
-from zoo.inference.linalg import ActiveSet, active_set_from_mask, slot_mask
+from zoo.inference.linalg import ActiveSet, active_gram, active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, draw_z_given_signs,
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
                                            sample_signs_constrained)
@@ -41,6 +41,7 @@ class MILProblem(NamedTuple):
     layout: GroupLayout
     kind: jnp.ndarray
     log_weight: Optional[jnp.ndarray]
+    ridge: Optional[jnp.ndarray] = None   # overrides MILConfig.ridge (traced: data-dependent jitter, no recompile)
 
 
 class MILConfig(NamedTuple):
@@ -73,6 +74,10 @@ class MILState(NamedTuple):
     delta2_acceptance: jnp.ndarray
     capacity_hits: jnp.ndarray
     log_likelihood: jnp.ndarray    # (G,) log p(observation_g | f)
+
+
+def _ridge(problem: "MILProblem", config: "MILConfig"):
+    return config.ridge if problem.ridge is None else problem.ridge
 
 
 def _dense_beta(aset: ActiveSet, beta_active: jnp.ndarray, n: int) -> jnp.ndarray:
@@ -131,7 +136,7 @@ def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MI
     delta2 = jnp.asarray(config.delta2_init, problem.psi.dtype)
     z, _, loglik = z_update(k_z, problem, jnp.zeros(n), jnp.zeros(n), "exact")
     b = problem.psi.T @ z
-    beta_active = draw_beta(k_beta, aset, problem.psi, b, delta2, config.ridge)
+    beta_active = draw_beta(k_beta, aset, problem.psi, b, delta2, _ridge(problem, config))
     zero = jnp.zeros(())
     return MILState(position=_position((aset, beta_active, delta2, z), m, config.store_z), aset=aset,
                     beta_active=beta_active, delta2=delta2, z=z, rng_key=k_next, gamma_acceptance=zero,
@@ -154,6 +159,17 @@ def state_from_position(key: jax.Array, problem: MILProblem, config: MILConfig, 
                     capacity_hits=jnp.zeros((), jnp.int32), log_likelihood=loglik)
 
 
+def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6) -> ActiveSet:
+    """Numerical hygiene for ill-conditioned Gram blocks: check the incrementally updated inverse with one
+    O(K^2) residual r = H (A_aa v) - v (v = ones on the used slots); only if it is non-finite or
+    ||r|| > tol ||v||, rebuild H from scratch (lax.cond: the O(K^3) branch runs only then)."""
+    m = slot_mask(aset)
+    v = m.astype(gram.dtype)
+    r = aset.inverse @ (active_gram(gram, aset) @ v) - v
+    bad = ~jnp.all(jnp.isfinite(aset.inverse)) | (jnp.linalg.norm(r) > tol * jnp.sqrt(jnp.maximum(aset.count, 1)))
+    return jax.lax.cond(bad, lambda a: a._replace(inverse=dense_inverse(gram, a)), lambda a: a, aset)
+
+
 def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> MILState:
     """One blocked Gibbs sweep (Listing 4.1): {gamma, beta} then {delta2, Z}."""
     m = problem.psi.shape[1]
@@ -161,11 +177,12 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
     b = problem.psi.T @ state.z                                        # Psi' z, O(N^2) once per sweep
     if config.update_gamma:
         aset, sel = kernel_selection_sweep(k_gamma, state.aset, problem.gram, b, state.delta2,
-                                           config.prior_a, config.prior_b, 0.5 * config.ridge)
+                                           config.prior_a, config.prior_b, 0.5 * _ridge(problem, config))
     else:
         zero = jnp.zeros((), jnp.int32)
         aset, sel = state.aset, SelectionInfo(proposals=zero, accepted=zero, capacity_hits=zero)
-    beta_active = draw_beta(k_beta, aset, problem.psi, b, state.delta2, config.ridge)
+    aset = refresh_if_inaccurate(aset, problem.gram)
+    beta_active = draw_beta(k_beta, aset, problem.psi, b, state.delta2, _ridge(problem, config))
     if config.delta2_log_prob is None:
         delta2 = draw_delta2(k_delta, aset, problem.gram, beta_active, config.delta2_alpha, config.delta2_beta)
         d2_acc = jnp.ones(())

@@ -49,7 +49,8 @@ def _robert_tail(key: jax.Array, a: jnp.ndarray, active: jnp.ndarray) -> jnp.nda
     def not_finished(carry):
         return ~jnp.all(carry[2])
 
-    init = (key, a_pos, ~active)
+    # non-finite truncation points (NaN/inf means upstream) are never accepted: mark them done so the loop ends
+    init = (key, a_pos, ~active | ~jnp.isfinite(a))
     _, x, _ = lax.while_loop(not_finished, propose, init)
     return x
 

@@ -40,7 +40,7 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 
 def _fit(model_id, data, *, fast, seed=0, method="blocked_gibbs", **options):
-    n = 500 if fast else 2000
+    n = 300 if fast else 2000
     spec = zoo.model(model_id, **options)
     t0 = time.perf_counter()
     fit = zoo.fit(spec, data, method=method, seed=seed, num_chains=1, num_warmup=n, num_samples=n,

@@ -215,7 +215,7 @@ def _config(spec, prep: MILPrepared, z_sampler: str, store_z: bool) -> MILConfig
     d2 = spec.priors["delta2"]
     m = prep.psi.shape[1]
     common = dict(prior_a=a, prior_b=b, capacity=min(spec.options["max_active"], m), z_sampler=z_sampler,
-                  ridge=prep.ridge, store_z=store_z)
+                  store_z=store_z)   # the data-dependent ridge travels with the problem (traced)
     if isinstance(d2, dist.InverseGamma):
         alpha0, beta0 = float(d2.concentration), float(d2.rate)
         return MILConfig(delta2_alpha=alpha0, delta2_beta=beta0, delta2_init=beta0 / (alpha0 + 1.0), **common)
@@ -227,7 +227,8 @@ def _config(spec, prep: MILPrepared, z_sampler: str, store_z: bool) -> MILConfig
 def _problem(prep: MILPrepared) -> MILProblem:
     return MILProblem(psi=jnp.asarray(prep.psi), gram=jnp.asarray(prep.gram),
                       layout=GroupLayout(*(jnp.asarray(a) for a in prep.layout)), kind=jnp.asarray(prep.kind),
-                      log_weight=None if prep.log_weight is None else jnp.asarray(prep.log_weight))
+                      log_weight=None if prep.log_weight is None else jnp.asarray(prep.log_weight),
+                      ridge=jnp.asarray(prep.ridge))
 
 
 @functools.partial(jax.jit, static_argnames=("config", "n_sweeps", "thinning", "collect"))
