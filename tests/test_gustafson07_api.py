@@ -56,6 +56,8 @@ def test_bad_input_is_a_value_error_naming_the_field():
         zoo.fit(spec, _regions(), num_chains=0)
     with pytest.raises(ValueError, match="delta_omega_update"):
         zoo.fit(spec, _regions(), delta_omega_update="gibbs")
+    with pytest.raises(ValueError, match="flips_per_sweep"):
+        zoo.fit(spec, _regions(), flips_per_sweep=0)
 
 
 def test_priors_are_declarative_and_checked():
