@@ -121,6 +121,7 @@ def test_undersampling_and_folds(ring):
         assert abs(share - ring.bag_labels.mean()) < 0.15
 
 
+@pytest.mark.slow
 def test_numpyro_mcmc_driver_vectorized_chains():
     """The MCMCKernel driven by numpyro.infer.MCMC (vectorized chains) gives the same kind of Fit."""
     d = ring_data(n=30, seed=5)
