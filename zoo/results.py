@@ -85,11 +85,12 @@ class Fit:
             kwargs.setdefault("kind", "stats")
         return az.summary(self.idata, var_names=names, **kwargs)
 
-    def predict(self, data):
-        """Model-specific predictions (a small dataclass of named arrays) for new data."""
+    def predict(self, data, **options):
+        """Model-specific predictions (a small dataclass of named arrays) for new data; ``options`` go to the
+        model's predictor (e.g. ``max_draws``)."""
         if self.predictor is None:
             raise NotImplementedError(f"method {self.method!r} of {self.spec.id!r} has no predictions")
-        return self.predictor(self, data)
+        return self.predictor(self, data, **options)
 
     def __repr__(self) -> str:
         mid = self.spec.id if self.spec is not None and self.spec.id else "<user program>"
