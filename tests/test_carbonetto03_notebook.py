@@ -1,18 +1,5 @@
 """The Carbonetto 2003 notebook executes end to end (fast setting)."""
-import os
-import pathlib
-
-import nbformat
-import pytest
-from nbclient import NotebookClient
-
-NOTEBOOK = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "carbonetto03.ipynb"
 
 
-def test_notebook_runs(monkeypatch):
-    monkeypatch.setenv("ZOO_NOTEBOOK_FAST", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors
+def test_notebook_runs(run_notebook):
+    run_notebook("carbonetto03")
