@@ -287,7 +287,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False) -> None:
         if fast:
             raise FileNotFoundError("fast mode (segmenting and describing 591 photos is full mode only)")
     except FileNotFoundError as err:
-        note = f"MSRC-v2 region labelling skipped (data missing): {err}"
+        note = f"MSRC-v2 region labelling skipped: {err}"
         print(note)
         text.append(note + "\n")
     else:
