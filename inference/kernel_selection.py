@@ -10,9 +10,13 @@ Model (MODELS.md Sec. 5): z = Psi_gamma beta_gamma + n, n ~ N(0, I); beta_gamma 
   Q(gamma) = z' Psi_a A_aa^{-1} Psi_a' z = b_a' H b_a, b = Psi' z. The change of Q is O(K) given the
   O(K^2) partitioned-inverse terms (``zoo.inference.linalg``): birth (b_j - h'b_a)^2 / s, death -(H b_a)_p^2 / H_pp.
   Births beyond the capacity K_max are rejected: the chain targets the prior truncated to K <= K_max (the
-  sampler reports how often that bound was hit).
+  sampler reports how often that bound was hit). Most proposals are "stay" (q is small); the sweep jumps from
+  one changing proposal to the next, so it costs O(N + K^2) per proposed change, not per index, and never
+  forms all of Psi' z (only b_j at the visited j and b_a for the active set).
 - ``draw_beta``: beta_a ~ N(c H b_a, c H), drawn without any factorization: with u = Psi_a' e1 + sqrt(eps) e2
   ~ N(0, A_aa), H u ~ N(0, H).
+- ``scale_move``: the marginal-augmentation rescaling (z, beta) -> g (z, beta) (not in the thesis; an exact
+  extra move that speeds up the probit data augmentation).
 - ``draw_delta2``: delta2 ~ IG(alpha0 + K/2, beta0 + beta_a' A_aa beta_a / 2) (conjugate to an inverse-gamma
   prior); ``delta2_metropolis_step`` is the random-walk fallback on log delta2 for any other prior.
 """
@@ -26,8 +30,8 @@ from jax import lax
 
 from zoo.inference.linalg import ActiveSet, active_gram, apply_birth, apply_death, birth_terms, slot_mask
 
-__all__ = ["SelectionInfo", "kernel_selection_sweep", "draw_beta", "draw_delta2", "delta2_metropolis_step",
-           "log_marginal_gamma"]
+__all__ = ["SelectionInfo", "active_rows", "kernel_selection_sweep", "draw_beta",
+           "draw_delta2", "delta2_metropolis_step", "scale_move", "prior_quadratic_form", "log_marginal_gamma"]
 
 
 class SelectionInfo(NamedTuple):
@@ -36,100 +40,130 @@ class SelectionInfo(NamedTuple):
     capacity_hits: jnp.ndarray   # () births refused because the active set was full
 
 
-def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, gram: jnp.ndarray, b: jnp.ndarray,
-                           delta2: jnp.ndarray, prior_a: float, prior_b: float, min_pivot: float):
-    """One systematic sweep of gamma_1..gamma_N with beta integrated out. Returns (ActiveSet, SelectionInfo).
+def _first_change(aset: ActiveSet, u_prop: jnp.ndarray, start: jnp.ndarray, prior_a: float, denom: float):
+    """(j, found): the first index j >= start whose proposal would change gamma_j under the current K.
 
-    gram (N, N) = Psi'Psi + eps I; b (N,) = Psi' z; delta2 scalar.
+    Active j is proposed off when u_j >= q(K - 1), inactive j on when u_j < q(K), q(k) = (k + a) / denom.
+    K changes only at visited indices, so scanning for the next such j is the same chain as visiting all N."""
+    active = aset.slot_of >= 0
+    k = aset.count.astype(u_prop.dtype)
+    change = jnp.where(active, u_prop >= (k - 1.0 + prior_a) / denom, u_prop < (k + prior_a) / denom)
+    change = change & (jnp.arange(u_prop.shape[0]) >= start)
+    j = jnp.argmax(change)
+    return j, change[j]
+
+
+def active_rows(aset: ActiveSet, psi_t: jnp.ndarray) -> jnp.ndarray:
+    """(K_max, N) Psi_a' in slot order (zero rows on unused slots); psi_t (M, N) = Psi' (row j = basis function
+    j at the N training points), so this is one gather of contiguous rows."""
+    return jnp.where(slot_mask(aset)[:, None], psi_t[aset.members], 0.0)
+
+
+def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, b_active: jnp.ndarray, gram: jnp.ndarray,
+                           psi_t: jnp.ndarray, z: jnp.ndarray, delta2: jnp.ndarray, prior_a: float,
+                           prior_b: float, min_pivot: float):
+    """One systematic sweep of gamma_1..gamma_M with beta integrated out.
+
+    gram (M, M) = Psi'Psi + eps I; psi_t (M, N) = Psi'; z (N,); b_active (K_max,) = Psi_a' z in slot order
+    (zeros on unused slots). Only indices whose proposal changes gamma are visited (``_first_change``); all
+    other proposals are "stay" and cost nothing. b_j = psi_t[j]' z is formed at the visited j only, and
+    b_active is kept in step with the slots. Returns (ActiveSet, b_active, SelectionInfo).
     """
-    n = gram.shape[0]
+    m = gram.shape[0]
     capacity = aset.members.shape[0]
     c = delta2 / (1.0 + delta2)
     log_penalty = 0.5 * jnp.log1p(delta2)          # log (1 + delta2)^{1/2}
+    denom = m + prior_a + prior_b - 1.0            # q(0 -> 1) = (K_{-j} + a) / (M + a + b - 1)
     k_prop, k_acc = jax.random.split(key)
-    u_prop = jax.random.uniform(k_prop, (n,))
-    log_u_acc = jnp.log(jax.random.uniform(k_acc, (n,)))
+    u_prop = jax.random.uniform(k_prop, (m,))
+    log_u_acc = jnp.log(jax.random.uniform(k_acc, (m,)))
 
-    def no_move(aset, j):
-        zero = jnp.zeros((), jnp.int32)
-        return aset, (zero, zero, zero)
-
-    def try_birth(aset, j):
+    def birth(aset, b_a, j):
         full = aset.count >= capacity
         h, s = birth_terms(aset, gram, j, min_pivot)
-        b_a = jnp.where(slot_mask(aset), b[aset.members], 0.0)
-        delta_q = (b[j] - h @ b_a) ** 2 / s
+        b_j = psi_t[j] @ z
+        delta_q = (b_j - h @ b_a) ** 2 / s              # Q(gamma + j) - Q(gamma)
         accept = (log_u_acc[j] < -log_penalty + 0.5 * c * delta_q) & ~full
         new = lax.cond(accept, lambda a: apply_birth(a, j, h, s), lambda a: a, aset)
-        return new, (jnp.ones((), jnp.int32), accept.astype(jnp.int32), full.astype(jnp.int32))
+        k = jnp.where(accept, aset.count, capacity)     # out of range when refused: the update is dropped
+        return new, b_a.at[k].set(b_j, mode="drop"), accept, full
 
-    def try_death(aset, j):
+    def death(aset, b_a, j):
         slot = aset.slot_of[j]
-        b_a = jnp.where(slot_mask(aset), b[aset.members], 0.0)
         u = aset.inverse @ b_a
         delta_q = -u[slot] ** 2 / jnp.maximum(aset.inverse[slot, slot], jnp.finfo(u.dtype).tiny)
         accept = log_u_acc[j] < log_penalty + 0.5 * c * delta_q
         new = lax.cond(accept, lambda a: apply_death(a, slot), lambda a: a, aset)
-        return new, (jnp.ones((), jnp.int32), accept.astype(jnp.int32), jnp.zeros((), jnp.int32))
+        last = aset.count - 1                            # apply_death moves the last used slot into ``slot``
+        moved = b_a.at[slot].set(b_a[last]).at[last].set(0.0)
+        return new, jnp.where(accept, moved, b_a), accept, jnp.zeros((), bool)
 
-    def body(t, carry):
-        aset, proposals, accepted, hits = carry
-        j = candidates[t]
-        active = aset.slot_of[j] >= 0
-        k_minus = aset.count - active.astype(aset.count.dtype)
-        q_on = (k_minus + prior_a) / (n + prior_a + prior_b - 1.0)     # prior conditional P(gamma_j = 1 | rest)
-        proposed_on = u_prop[j] < q_on
-        branch = jnp.where(proposed_on == active, 0, jnp.where(proposed_on, 1, 2))
-        aset, (p, a, h) = lax.switch(branch, (no_move, try_birth, try_death), aset, j)
-        return aset, proposals + p, accepted + a, hits + h
+    def body(carry):
+        aset, b_a, j, _, proposals, accepted, hits = carry
+        is_death = aset.slot_of[j] >= 0
+        aset, b_a, accept, full = lax.cond(is_death, death, birth, aset, b_a, j)
+        nxt, found = _first_change(aset, u_prop, j + 1, prior_a, denom)
+        return (aset, b_a, nxt, found, proposals + 1, accepted + accept.astype(jnp.int32),
+                hits + full.astype(jnp.int32))
 
-    # Only indices that can move are visited (same chain as visiting all N, in the same order): every index
-    # active at the start, and inactive ones whose uniform lies below the largest possible q(0 -> 1), reached at
-    # K_{-j} = capacity. Inactive indices keep their state until visited, so the set is known up front.
-    q_max = (capacity + prior_a) / (n + prior_a + prior_b - 1.0)
-    may_move = (aset.slot_of >= 0) | (u_prop < q_max)
-    candidates = jnp.nonzero(may_move, size=n, fill_value=0)[0]
+    j0, found0 = _first_change(aset, u_prop, 0, prior_a, denom)
     zero = jnp.zeros((), jnp.int32)
-    aset, proposals, accepted, hits = lax.fori_loop(0, jnp.sum(may_move), body, (aset, zero, zero, zero))
-    return aset, SelectionInfo(proposals=proposals, accepted=accepted, capacity_hits=hits)
+    carry = (aset, b_active, j0, found0, zero, zero, zero)
+    aset, b_active, _, _, proposals, accepted, hits = lax.while_loop(lambda cr: cr[3], body, carry)
+    return aset, b_active, SelectionInfo(proposals=proposals, accepted=accepted, capacity_hits=hits)
 
 
-def draw_beta(key: jax.Array, aset: ActiveSet, psi: jnp.ndarray, b: jnp.ndarray, delta2: jnp.ndarray,
+def draw_beta(key: jax.Array, aset: ActiveSet, rows: jnp.ndarray, b_active: jnp.ndarray, delta2: jnp.ndarray,
               ridge: float) -> jnp.ndarray:
-    """(K_max,) beta_a ~ N(c H b_a, c H) in slot order (zeros on unused slots); psi (N, N) the Gram matrix."""
+    """(K_max,) beta_a ~ N(c H b_a, c H) in slot order (zeros on unused slots), c = delta2 / (1 + delta2);
+    rows (K_max, N) = ``active_rows``, b_active (K_max,) = rows @ z."""
     m = slot_mask(aset)
     c = delta2 / (1.0 + delta2)
     k1, k2 = jax.random.split(key)
-    psi_a = jnp.where(m[None, :], psi[:, aset.members], 0.0)
-    e1 = jax.random.normal(k1, (psi.shape[0],))
+    e1 = jax.random.normal(k1, (rows.shape[1],))
     e2 = jax.random.normal(k2, m.shape)
-    u = psi_a.T @ e1 + jnp.sqrt(ridge) * e2            # ~ N(0, A_aa) on the used slots
-    b_a = jnp.where(m, b[aset.members], 0.0)
-    beta = aset.inverse @ (c * b_a + jnp.sqrt(c) * u)
+    u = rows @ e1 + jnp.sqrt(ridge) * e2          # ~ N(0, A_aa) on the used slots
+    beta = aset.inverse @ (c * b_active + jnp.sqrt(c) * u)
     return jnp.where(m, beta, 0.0)
 
 
-def _quadratic_form(aset: ActiveSet, gram: jnp.ndarray, beta: jnp.ndarray) -> jnp.ndarray:
+def prior_quadratic_form(aset: ActiveSet, gram: jnp.ndarray, beta: jnp.ndarray) -> jnp.ndarray:
+    """beta_a' A_aa beta_a (the g-prior's quadratic form, times delta2)."""
     return beta @ active_gram(gram, aset) @ beta
 
 
-def draw_delta2(key: jax.Array, aset: ActiveSet, gram: jnp.ndarray, beta: jnp.ndarray, alpha0: float,
+def scale_move(key: jax.Array, z: jnp.ndarray, f: jnp.ndarray, beta: jnp.ndarray, quad: jnp.ndarray,
+               n_active: jnp.ndarray, delta2: jnp.ndarray):
+    """Marginal-augmentation rescaling of (Z, beta) (Liu & Wu 1999, PX-DA; Imai & van Dyk 2005 for probit).
+
+    The group move (z, beta) -> (g z, g beta), g > 0, keeps every sign of z, hence every group observation.
+    Drawing g from pi(g z, g beta) |J_g| / g (Liu & Sabatti 2000's generalized Gibbs, Jacobian g^(N + K),
+    Haar measure dg / g) leaves p(z, beta | gamma, delta2, data) invariant:
+        g^2 ~ Gamma((N + K) / 2, rate = (||z - f||^2 + beta_a' A_aa beta_a / delta2) / 2),  f = Psi_a beta_a.
+    It moves the joint scale of (Z, beta) in one step, the direction the data-augmentation Gibbs sampler of
+    probit models crawls along (Kueck's sampler without it: Listing 4.1). Returns (g z, g f, g beta, g^2 quad).
+    """
+    shape = 0.5 * (z.shape[0] + n_active)
+    rate = 0.5 * (jnp.sum((z - f) ** 2) + quad / delta2)
+    g2 = jax.random.gamma(key, shape) / rate
+    g = jnp.sqrt(g2)
+    return g * z, g * f, g * beta, g2 * quad
+
+
+def draw_delta2(key: jax.Array, n_active: jnp.ndarray, quad: jnp.ndarray, alpha0: float,
                 beta0: float) -> jnp.ndarray:
-    """delta2 ~ IG(alpha0 + K/2, beta0 + beta_a' A_aa beta_a / 2) for a prior IG(alpha0, beta0)."""
-    shape = alpha0 + 0.5 * aset.count
-    rate = beta0 + 0.5 * _quadratic_form(aset, gram, beta)
+    """delta2 ~ IG(alpha0 + K/2, beta0 + quad / 2), quad = beta_a' A_aa beta_a, for a prior IG(alpha0, beta0)."""
+    shape = alpha0 + 0.5 * n_active
+    rate = beta0 + 0.5 * quad
     return rate / jax.random.gamma(key, shape)
 
 
-def delta2_metropolis_step(key: jax.Array, delta2: jnp.ndarray, aset: ActiveSet, gram: jnp.ndarray,
-                           beta: jnp.ndarray, prior_log_prob: Callable, step: float = 0.5):
+def delta2_metropolis_step(key: jax.Array, delta2: jnp.ndarray, n_active: jnp.ndarray, quad: jnp.ndarray,
+                           prior_log_prob: Callable, step: float = 0.5):
     """Random-walk MH on log delta2 for a non-conjugate prior; returns (delta2, accepted)."""
-    quad = _quadratic_form(aset, gram, beta)
-    k = aset.count
-
     def log_target(log_d2):  # p(delta2) N(beta_a; 0, delta2 H) * |d delta2 / d log delta2|
         d2 = jnp.exp(log_d2)
-        return prior_log_prob(d2) - 0.5 * k * log_d2 - 0.5 * quad / d2 + log_d2
+        return prior_log_prob(d2) - 0.5 * n_active * log_d2 - 0.5 * quad / d2 + log_d2
 
     k1, k2 = jax.random.split(key)
     cur = jnp.log(delta2)

@@ -71,7 +71,7 @@ def active_set_from_mask(gram: jnp.ndarray, active: jnp.ndarray, capacity: int) 
 def birth_terms(aset: ActiveSet, gram: jnp.ndarray, j: jnp.ndarray, min_pivot: float):
     """(h, s) of adding instance j: h = H A_{a j} (K_max,), s = A_jj - A_{j a} h (Schur complement, >= min_pivot)."""
     m = slot_mask(aset)
-    g = jnp.where(m, gram[aset.members, j], 0.0)
+    g = jnp.where(m, gram[j][aset.members], 0.0)           # row j (A is symmetric): one contiguous read
     h = aset.inverse @ g
     s = jnp.maximum(gram[j, j] - g @ h, min_pivot)
     return h, s

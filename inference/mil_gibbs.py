@@ -3,6 +3,7 @@
 One sweep: {gamma, beta} then {delta2, Z}:
   gamma | delta2, Z (beta integrated out)   ``kernel_selection_sweep``
   beta  | gamma, delta2, Z                  ``draw_beta``
+  (Z, beta) -> g (Z, beta)                 ``scale_move`` (marginal augmentation; not in the thesis, exact)
   delta2 | beta, gamma                      ``draw_delta2`` (or ``delta2_metropolis_step`` for other priors)
   Z | beta, gamma, group observations      exact sign-pattern sampler + truncated normals
                                             (``zoo.inference.orthant_sampler``), or the thesis' Metropolis steps.
@@ -15,33 +16,40 @@ from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import identity, is_prng_key
 
-from zoo.inference.kernel_selection import (SelectionInfo, delta2_metropolis_step, draw_beta, draw_delta2,
-                                            kernel_selection_sweep)
+from zoo.inference.kernel_selection import (SelectionInfo, active_rows, delta2_metropolis_step,
+                                            draw_beta, draw_delta2, kernel_selection_sweep, prior_quadratic_form,
+                                            scale_move)
 from zoo.inference.linalg import ActiveSet, active_gram, active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, draw_z_given_signs,
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
-                                           sample_signs_constrained)
+                                           sample_signs_constrained, sample_signs_split)
 
 __all__ = ["MILProblem", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state", "z_update",
-           "state_from_position"]
+           "state_from_position", "mixed_groups"]
 
 
 class MILProblem(NamedTuple):
     """The data side of the sampler (plain arrays).
 
     psi (N, M): design K(x_i, c_j) of the training points (M = N basis functions centred on them, plus a
-    column of ones with an intercept); gram (M, M): Psi'Psi + ridge I (precomputed once); layout: padded groups; kind (G,): constraint codes
-    (``orthant_sampler.constraint_flags``); log_weight (G, n_max + 1) or None: measurement weight over counts.
+    column of ones with an intercept); gram (M, M): Psi'Psi + ridge I (precomputed once); layout: padded groups;
+    kind (G,): constraint codes (``orthant_sampler.constraint_flags``); log_weight (G, n_max + 1) or None:
+    measurement weight over counts; ridge: overrides MILConfig.ridge (traced: data-dependent jitter, no
+    recompile); dp_groups (G_dp,) int or None: the groups whose sign pattern is random (``mixed_groups``); the
+    others are pure and skip the forward-backward pass. None: every group runs it (e.g. when ``kind`` is traced).
     """
     psi: jnp.ndarray
     gram: jnp.ndarray
     layout: GroupLayout
     kind: jnp.ndarray
     log_weight: Optional[jnp.ndarray]
-    ridge: Optional[jnp.ndarray] = None   # overrides MILConfig.ridge (traced: data-dependent jitter, no recompile)
+    ridge: Optional[jnp.ndarray] = None
+    dp_groups: Optional[jnp.ndarray] = None
+    psi_t: Optional[jnp.ndarray] = None   # (M, N) = psi', contiguous basis functions; None: formed from psi
 
 
 class MILConfig(NamedTuple):
@@ -59,6 +67,7 @@ class MILConfig(NamedTuple):
     ridge: float = 1e-8
     store_z: bool = False
     update_gamma: bool = True          # False: the active set stays fixed (beta, delta2, Z moves only)
+    rescale: bool = True               # the marginal-augmentation move (``kernel_selection.scale_move``)
 
 
 class MILState(NamedTuple):
@@ -67,6 +76,7 @@ class MILState(NamedTuple):
     beta_active: jnp.ndarray       # (K_max,) in slot order
     delta2: jnp.ndarray
     z: jnp.ndarray                 # (N,)
+    b_active: jnp.ndarray          # (K_max,) Psi_a' z in slot order (the next sweep's gamma moves need it)
     rng_key: jax.Array
     gamma_acceptance: jnp.ndarray  # accepted / proposed flips in the last sweep
     n_active: jnp.ndarray
@@ -74,6 +84,10 @@ class MILState(NamedTuple):
     delta2_acceptance: jnp.ndarray
     capacity_hits: jnp.ndarray
     log_likelihood: jnp.ndarray    # (G,) log p(observation_g | f)
+
+
+def _psi_t(problem: "MILProblem") -> jnp.ndarray:
+    return problem.psi.T if problem.psi_t is None else problem.psi_t
 
 
 def _ridge(problem: "MILProblem", config: "MILConfig"):
@@ -85,21 +99,18 @@ def _dense_beta(aset: ActiveSet, beta_active: jnp.ndarray, n: int) -> jnp.ndarra
     return jnp.zeros(n, beta_active.dtype).at[idx].set(beta_active, mode="drop")
 
 
-def _f_from(problem: MILProblem, aset: ActiveSet, beta_active: jnp.ndarray) -> jnp.ndarray:
-    psi_a = jnp.where(slot_mask(aset)[None, :], problem.psi[:, aset.members], 0.0)
-    return psi_a @ beta_active
-
-
 def z_update(key: jax.Array, problem: MILProblem, f: jnp.ndarray, z: jnp.ndarray, z_sampler: str):
     """Z | f and the group observations. Returns (z, z_acceptance, log_likelihood (G,))."""
     layout, kind = problem.layout, problem.kind
     k_sign, k_tn, k_mh = jax.random.split(key, 3)
-    if problem.log_weight is None:
-        draw = sample_signs_constrained(k_sign, f, layout, kind)
-    else:
+    if problem.log_weight is not None:
         n_max = layout.index.shape[1]
         log_w = problem.log_weight + count_constraint_log_weight(kind, layout.size, n_max)
         draw = sample_signs_by_count(k_sign, f, layout, log_w)
+    elif problem.dp_groups is not None:
+        draw = sample_signs_split(k_sign, f, layout, kind, problem.dp_groups)
+    else:
+        draw = sample_signs_constrained(k_sign, f, layout, kind)
     z_exact = draw_z_given_signs(k_tn, f, layout, draw.positive, z)
     if z_sampler == "exact":
         return z_exact, jnp.ones(()), draw.log_norm
@@ -115,6 +126,15 @@ def z_update(key: jax.Array, problem: MILProblem, f: jnp.ndarray, z: jnp.ndarray
     return jnp.where(pure_instance, z_exact, z_mh), jnp.sum(acc & ~pure).astype(jnp.float64) / n_mh, draw.log_norm
 
 
+def mixed_groups(kind, log_weight) -> Optional[np.ndarray]:
+    """(G_dp,) indices of the groups whose sign pattern the Z step must draw (``MILProblem.dp_groups``), from
+    concrete label codes; None with measurement weights (every group runs the count DP then)."""
+    if log_weight is not None:
+        return None
+    kind = np.asarray(kind)
+    return np.flatnonzero((kind != 0) & (kind != 2))
+
+
 def _position(state_parts, n: int, store_z: bool) -> dict:
     aset, beta_active, delta2, z = state_parts
     gamma = (aset.slot_of >= 0).astype(jnp.int8)
@@ -122,6 +142,18 @@ def _position(state_parts, n: int, store_z: bool) -> dict:
     if store_z:
         pos["z"] = z
     return pos
+
+
+def _new_state(problem, config, key, aset, beta_active, delta2, z, loglik, **stats) -> MILState:
+    """A state with the derived fields (position, b_active) filled in; ``stats`` override the defaults."""
+    zero = jnp.zeros(())
+    fields = dict(gamma_acceptance=zero, z_acceptance=jnp.ones(()), delta2_acceptance=jnp.ones(()),
+                  capacity_hits=jnp.zeros((), jnp.int32))
+    fields.update(stats)
+    return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
+                    aset=aset, beta_active=beta_active, delta2=delta2, z=z,
+                    b_active=active_rows(aset, _psi_t(problem)) @ z, rng_key=key,
+                    n_active=aset.count, log_likelihood=loglik, **fields)
 
 
 def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MILState:
@@ -135,13 +167,9 @@ def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MI
     aset = active_set_from_mask(problem.gram, active, config.capacity)
     delta2 = jnp.asarray(config.delta2_init, problem.psi.dtype)
     z, _, loglik = z_update(k_z, problem, jnp.zeros(n), jnp.zeros(n), "exact")
-    b = problem.psi.T @ z
-    beta_active = draw_beta(k_beta, aset, problem.psi, b, delta2, _ridge(problem, config))
-    zero = jnp.zeros(())
-    return MILState(position=_position((aset, beta_active, delta2, z), m, config.store_z), aset=aset,
-                    beta_active=beta_active, delta2=delta2, z=z, rng_key=k_next, gamma_acceptance=zero,
-                    n_active=aset.count, z_acceptance=jnp.ones(()), delta2_acceptance=jnp.ones(()),
-                    capacity_hits=jnp.zeros((), jnp.int32), log_likelihood=loglik)
+    rows = active_rows(aset, _psi_t(problem))
+    beta_active = draw_beta(k_beta, aset, rows, rows @ z, delta2, _ridge(problem, config))
+    return _new_state(problem, config, k_next, aset, beta_active, delta2, z, loglik)
 
 
 def state_from_position(key: jax.Array, problem: MILProblem, config: MILConfig, gamma: jnp.ndarray,
@@ -151,12 +179,9 @@ def state_from_position(key: jax.Array, problem: MILProblem, config: MILConfig, 
     aset = active_set_from_mask(problem.gram, gamma.astype(bool), config.capacity)
     beta_active = jnp.where(slot_mask(aset), beta[aset.members], 0.0)
     delta2 = jnp.asarray(delta2, problem.psi.dtype)
-    _, _, loglik = z_update(key, problem, _f_from(problem, aset, beta_active), z, "exact")
-    zero = jnp.zeros(())
-    return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
-                    aset=aset, beta_active=beta_active, delta2=delta2, z=z, rng_key=key, gamma_acceptance=zero,
-                    n_active=aset.count, z_acceptance=jnp.ones(()), delta2_acceptance=jnp.ones(()),
-                    capacity_hits=jnp.zeros((), jnp.int32), log_likelihood=loglik)
+    f = beta_active @ active_rows(aset, _psi_t(problem))
+    _, _, loglik = z_update(key, problem, f, z, "exact")
+    return _new_state(problem, config, key, aset, beta_active, delta2, z, loglik)
 
 
 def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6) -> ActiveSet:
@@ -171,29 +196,35 @@ def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6)
 
 
 def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> MILState:
-    """One blocked Gibbs sweep (Listing 4.1): {gamma, beta} then {delta2, Z}."""
-    m = problem.psi.shape[1]
-    key, k_gamma, k_beta, k_delta, k_z = jax.random.split(state.rng_key, 5)
-    b = problem.psi.T @ state.z                                        # Psi' z, O(N^2) once per sweep
+    """One blocked Gibbs sweep (Listing 4.1): {gamma, beta} then {delta2, Z}, with the optional rescaling move
+    (``config.rescale``) of (Z, beta) between the two blocks. Cost O(N K_max + changes x (N + K_max^2))."""
+    key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(state.rng_key, 6)
+    z = state.z
     if config.update_gamma:
-        aset, sel = kernel_selection_sweep(k_gamma, state.aset, problem.gram, b, state.delta2,
-                                           config.prior_a, config.prior_b, 0.5 * _ridge(problem, config))
+        aset, b_active, sel = kernel_selection_sweep(k_gamma, state.aset, state.b_active, problem.gram,
+                                                     _psi_t(problem), z, state.delta2, config.prior_a,
+                                                     config.prior_b, 0.5 * _ridge(problem, config))
     else:
         zero = jnp.zeros((), jnp.int32)
-        aset, sel = state.aset, SelectionInfo(proposals=zero, accepted=zero, capacity_hits=zero)
+        aset, b_active = state.aset, state.b_active
+        sel = SelectionInfo(proposals=zero, accepted=zero, capacity_hits=zero)
     aset = refresh_if_inaccurate(aset, problem.gram)
-    beta_active = draw_beta(k_beta, aset, problem.psi, b, state.delta2, _ridge(problem, config))
+    rows = active_rows(aset, _psi_t(problem))                         # (K_max, N): one row gather per sweep
+    beta_active = draw_beta(k_beta, aset, rows, b_active, state.delta2, _ridge(problem, config))
+    f = beta_active @ rows                                            # Psi_a beta_a, (N,)
+    quad = prior_quadratic_form(aset, problem.gram, beta_active)
+    if config.rescale:
+        z, f, beta_active, quad = scale_move(k_scale, z, f, beta_active, quad, aset.count, state.delta2)
     if config.delta2_log_prob is None:
-        delta2 = draw_delta2(k_delta, aset, problem.gram, beta_active, config.delta2_alpha, config.delta2_beta)
+        delta2 = draw_delta2(k_delta, aset.count, quad, config.delta2_alpha, config.delta2_beta)
         d2_acc = jnp.ones(())
     else:
-        delta2, d2_acc = delta2_metropolis_step(k_delta, state.delta2, aset, problem.gram, beta_active,
-                                                config.delta2_log_prob)
-    f = _f_from(problem, aset, beta_active)
-    z, z_acc, loglik = z_update(k_z, problem, f, state.z, config.z_sampler)
+        delta2, d2_acc = delta2_metropolis_step(k_delta, state.delta2, aset.count, quad, config.delta2_log_prob)
+    z, z_acc, loglik = z_update(k_z, problem, f, z, config.z_sampler)
     gamma_acc = sel.accepted.astype(jnp.float64) / jnp.maximum(sel.proposals, 1)
-    return MILState(position=_position((aset, beta_active, delta2, z), m, config.store_z), aset=aset,
-                    beta_active=beta_active, delta2=delta2, z=z, rng_key=key, gamma_acceptance=gamma_acc,
+    return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
+                    aset=aset, beta_active=beta_active, delta2=delta2, z=z,
+                    b_active=rows @ z, rng_key=key, gamma_acceptance=gamma_acc,
                     n_active=aset.count, z_acceptance=jnp.asarray(z_acc, jnp.float64),
                     delta2_acceptance=jnp.asarray(d2_acc, jnp.float64), capacity_hits=sel.capacity_hits,
                     log_likelihood=loglik)

@@ -35,7 +35,7 @@ from jax.scipy.special import betaln, log_ndtr, logsumexp, xlogy
 from zoo.inference.truncated_normal import sample_orthant_normal
 
 __all__ = ["GroupLayout", "SignDraw", "constraint_flags", "measurement_log_weight", "count_constraint_log_weight",
-           "sample_signs_constrained", "sample_signs_by_count", "pattern_log_weight",
+           "sample_signs_constrained", "sample_signs_split", "sample_signs_by_count", "pattern_log_weight",
            "mh_constrained_step", "mh_weighted_step", "group_signs_satisfy", "draw_z_given_signs"]
 
 NEG_INF = -jnp.inf
@@ -124,10 +124,37 @@ def _automaton_forward(alpha, lp, lq):
 _STATES = jnp.arange(4)
 
 
+def _unroll(n_max: int) -> int:
+    """Scan unrolling for the per-slot DP loops: groups are short, so the loop overhead would dominate."""
+    return n_max if n_max <= 16 else 1
+
+
 def sample_signs_constrained(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray) -> SignDraw:
     """Exact draw of every group's sign pattern under its constraint code (``constraint_flags``), O(G n_max)."""
-    need_pos, need_neg, forbid_pos, forbid_neg = constraint_flags(kind)
     lp, lq = _instance_log_probs(f, layout)
+    return _signs_constrained_from_log_probs(key, lp, lq, layout, kind)
+
+
+def sample_signs_split(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray,
+                       dp_groups: jnp.ndarray) -> SignDraw:
+    """``sample_signs_constrained`` when only the groups ``dp_groups`` (int (G_dp,)) can hold both signs.
+
+    Every other group must be pure (code 0: all negative, 2: all positive): its pattern is known and its
+    log-likelihood is sum_i log Phi(+-f_i); only the listed groups run the forward-backward pass."""
+    lp, lq = _instance_log_probs(f, layout)
+    positive_group = (kind == 2)[:, None]
+    positive = positive_group & layout.valid
+    log_norm = jnp.sum(jnp.where(layout.valid, jnp.where(positive_group, lp, lq), 0.0), axis=1)
+    if dp_groups.shape[0] == 0:
+        return SignDraw(positive=positive, log_norm=log_norm)
+    sub = GroupLayout(index=layout.index[dp_groups], valid=layout.valid[dp_groups], size=layout.size[dp_groups])
+    draw = _signs_constrained_from_log_probs(key, lp[dp_groups], lq[dp_groups], sub, kind[dp_groups])
+    return SignDraw(positive=positive.at[dp_groups].set(draw.positive),
+                    log_norm=log_norm.at[dp_groups].set(draw.log_norm))
+
+
+def _signs_constrained_from_log_probs(key, lp, lq, layout: GroupLayout, kind) -> SignDraw:
+    need_pos, need_neg, forbid_pos, forbid_neg = constraint_flags(kind)
     lp = jnp.where(forbid_pos[:, None], NEG_INF, lp)
     lq = jnp.where(forbid_neg[:, None], NEG_INF, lq)
     n_groups = lp.shape[0]
@@ -140,7 +167,7 @@ def sample_signs_constrained(key: jax.Array, f: jnp.ndarray, layout: GroupLayout
         return new, alpha  # emit the alpha *before* instance i
 
     xs = (lp.T, lq.T, layout.valid.T)
-    alpha_n, alpha_before = lax.scan(forward, alpha0, xs)
+    alpha_n, alpha_before = lax.scan(forward, alpha0, xs, unroll=_unroll(lp.shape[1]))
     any_pos = (_STATES & 1) > 0
     any_neg = (_STATES & 2) > 0
     end_ok = (any_pos[None, :] | ~need_pos[:, None]) & (any_neg[None, :] | ~need_neg[:, None])
@@ -165,7 +192,8 @@ def sample_signs_constrained(key: jax.Array, f: jnp.ndarray, layout: GroupLayout
 
     n_max = lp.shape[1]
     keys = jax.random.split(key_back, n_max)
-    _, signs = lax.scan(backward, state_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True)
+    _, signs = lax.scan(backward, state_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True,
+                        unroll=_unroll(n_max))
     return SignDraw(positive=signs.T, log_norm=log_norm)
 
 
@@ -188,7 +216,7 @@ def sample_signs_by_count(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, l
         new = jnp.logaddexp(alpha + lq_i[:, None], shift(alpha) + lp_i[:, None])
         return jnp.where(valid_i[:, None], new, alpha), alpha
 
-    alpha_n, alpha_before = lax.scan(forward, alpha0, (lp.T, lq.T, layout.valid.T))
+    alpha_n, alpha_before = lax.scan(forward, alpha0, (lp.T, lq.T, layout.valid.T), unroll=_unroll(n_max))
     end_logits = alpha_n + log_weight
     log_norm = logsumexp(end_logits, axis=1)
     key_end, key_back = jax.random.split(key)
@@ -204,7 +232,8 @@ def sample_signs_by_count(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, l
         return count - positive.astype(count.dtype), positive
 
     keys = jax.random.split(key_back, n_max)
-    _, signs = lax.scan(backward, count_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True)
+    _, signs = lax.scan(backward, count_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True,
+                        unroll=_unroll(n_max))
     return SignDraw(positive=signs.T, log_norm=log_norm)
 
 

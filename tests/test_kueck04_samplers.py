@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import zoo  # noqa: F401  (float64)
-from zoo.inference.kernel_selection import kernel_selection_sweep, log_marginal_gamma
+from zoo.inference.kernel_selection import active_rows, kernel_selection_sweep, log_marginal_gamma
 from zoo.inference.linalg import active_set_from_mask, apply_birth, apply_death, birth_terms, dense_inverse
 from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, measurement_log_weight,
                                            sample_signs_by_count, sample_signs_constrained)
@@ -154,16 +154,22 @@ def test_gamma_move_matches_exact_posterior_by_enumeration(capacity):
     psi, gram = _gram(n, 5, duplicate=False)
     gram = jnp.asarray(gram)
     z = jnp.asarray(np.random.default_rng(6).normal(size=n) * 2.0)
-    b = jnp.asarray(psi).T @ z
+    psi = jnp.asarray(psi)
+    b = psi.T @ z
     delta2, a, bb = 4.0, 1.0, 2.0
     n_sweeps = 20000
 
-    def step(aset, key):
-        aset, _ = kernel_selection_sweep(key, aset, gram, b, delta2, a, bb, 1e-14)
-        return aset, (aset.slot_of >= 0)
+    def step(carry, key):
+        aset, b_active = carry
+        new, b_active, _ = kernel_selection_sweep(key, aset, b_active, gram, psi.T, z, delta2, a, bb, 1e-14)
+        # the scores b_a the sweep carries along stay those of its active set, slot by slot
+        error = jnp.max(jnp.abs(b_active - active_rows(new, psi.T) @ z))
+        return (new, b_active), ((new.slot_of >= 0), error)
 
     aset0 = active_set_from_mask(gram, jnp.zeros(n, bool), capacity)
-    _, gammas = jax.jit(lambda k: jax.lax.scan(step, aset0, jax.random.split(k, n_sweeps)))(jax.random.PRNGKey(7))
+    _, (gammas, b_error) = jax.jit(lambda k: jax.lax.scan(step, (aset0, jnp.zeros(capacity)),
+                                                           jax.random.split(k, n_sweeps)))(jax.random.PRNGKey(7))
+    assert float(jnp.max(b_error)) < 1e-10
     codes = np.asarray(gammas).astype(int) @ (2 ** np.arange(n))
     freq = np.bincount(codes, minlength=2 ** n) / n_sweeps
     patterns = jnp.array(list(itertools.product([0, 1], repeat=n)))[:, ::-1]  # bit i <-> gamma_i

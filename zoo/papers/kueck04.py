@@ -30,7 +30,7 @@ from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
 from zoo.data import mil as _mil_data  # noqa: F401  (registers the loaders)
-from zoo.inference.mil_gibbs import MILConfig, MILGibbs, MILProblem, init_mil_state, mil_gibbs_sweep
+from zoo.inference.mil_gibbs import MILConfig, MILGibbs, MILProblem, init_mil_state, mil_gibbs_sweep, mixed_groups
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
                                    LABEL_POSITIVE, gram_matrix, kernel_mil_program)
@@ -225,10 +225,15 @@ def _config(spec, prep: MILPrepared, z_sampler: str, store_z: bool) -> MILConfig
 
 
 def _problem(prep: MILPrepared) -> MILProblem:
-    return MILProblem(psi=jnp.asarray(prep.psi), gram=jnp.asarray(prep.gram),
+    return MILProblem(psi=jnp.asarray(prep.psi), gram=jnp.asarray(prep.gram), psi_t=jnp.asarray(prep.psi.T),
                       layout=GroupLayout(*(jnp.asarray(a) for a in prep.layout)), kind=jnp.asarray(prep.kind),
                       log_weight=None if prep.log_weight is None else jnp.asarray(prep.log_weight),
-                      ridge=jnp.asarray(prep.ridge))
+                      ridge=jnp.asarray(prep.ridge), dp_groups=_dp_groups(prep))
+
+
+def _dp_groups(prep: MILPrepared):
+    groups = mixed_groups(prep.kind, prep.log_weight)
+    return None if groups is None else jnp.asarray(groups)
 
 
 @functools.partial(jax.jit, static_argnames=("config", "n_sweeps", "thinning", "collect"))
