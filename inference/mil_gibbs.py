@@ -191,7 +191,9 @@ def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6)
     m = slot_mask(aset)
     v = m.astype(gram.dtype)
     r = aset.inverse @ (active_gram(gram, aset) @ v) - v
-    bad = ~jnp.all(jnp.isfinite(aset.inverse)) | (jnp.linalg.norm(r) > tol * jnp.sqrt(jnp.maximum(aset.count, 1)))
+    # written as "not (accurate)" so that a NaN residual (inf - inf in an overflowed H) also counts as bad
+    accurate = jnp.linalg.norm(r) <= tol * jnp.sqrt(jnp.maximum(aset.count, 1))
+    bad = ~jnp.all(jnp.isfinite(aset.inverse)) | ~accurate
     return jax.lax.cond(bad, lambda a: a._replace(inverse=dense_inverse(gram, a)), lambda a: a, aset)
 
 

@@ -136,6 +136,24 @@ def test_incremental_inverse_equals_fresh_after_long_toggle_sequence():
     np.testing.assert_allclose(np.asarray(dense_inverse(gram, aset))[:k, :k], fresh, rtol=1e-8, atol=1e-10)
 
 
+def test_refresh_rebuilds_an_overflowed_inverse():
+    """An incrementally updated H that has blown up to huge *finite* values (here 1e308) makes the residual check overflow
+    (inf - inf = NaN); that must count as inaccurate and rebuild H (it once slipped through and the cubic and
+    thin-plate kernels returned NaN predictions)."""
+    from zoo.inference.linalg import active_gram, slot_mask
+    from zoo.inference.mil_gibbs import refresh_if_inaccurate
+    n = 8
+    _, gram = _gram(n, 3, duplicate=False)
+    gram = jnp.asarray(gram)
+    aset = active_set_from_mask(gram, jnp.zeros(n, bool).at[jnp.array([1, 4, 6])].set(True), n)
+    signs = jnp.where(jnp.arange(n) % 3 == 2, -1.0, 1.0)[None, :]      # slots 0 and 2 overflow, opposite signs
+    broken = aset._replace(inverse=jnp.where(aset.inverse != 0, 1e308 * signs, 0.0))
+    assert np.isnan(np.asarray(broken.inverse @ (active_gram(gram, aset) @ slot_mask(aset)))).any()
+    fixed = jax.jit(refresh_if_inaccurate)(broken, gram)
+    np.testing.assert_allclose(np.asarray(fixed.inverse), np.asarray(dense_inverse(gram, aset)), rtol=1e-10)
+    assert np.array_equal(np.asarray(jax.jit(refresh_if_inaccurate)(aset, gram).inverse), np.asarray(aset.inverse))
+
+
 def test_duplicate_instances_give_finite_moves():
     n = 6
     psi, gram = _gram(n, 2)

@@ -312,6 +312,10 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
         samples, stats, last_state = _run_chunked(problem, config, **settings)
     else:
         samples, stats, last_state = _run_numpyro(problem, config, chain_method=chain_method, **settings)
+    for name in ("beta", "delta2"):
+        if not np.all(np.isfinite(samples[name])):
+            raise FloatingPointError(f"kueck04: non-finite draws of {name} (the active-set Gram block is numerically "
+                                     f"singular); refit with a larger ridge (now {spec.options['ridge']:g})")
     hits = int(stats["capacity_hits"].sum())
     if hits:
         warnings.warn(f"kueck04: the active set reached max_active={config.capacity} ({hits} refused births); "
