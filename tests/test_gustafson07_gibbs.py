@@ -1,6 +1,6 @@
 """Gustafson et al. 2007: the collapsed sweep against brute-force enumeration (FS, driven by numpyro.infer.MCMC),
-a Geweke joint-distribution test against the NumPyro program (CVFS), and the (delta, Omega) move against importance
-sampling."""
+the M flip step (random and systematic scan) against the enumerated conditional, a Geweke joint-distribution test
+against the NumPyro program (CVFS), and the (delta, Omega) move against importance sampling."""
 import itertools
 
 import zoo  # noqa: F401  (float64)
@@ -63,7 +63,8 @@ def test_fs_sweep_matches_brute_force_enumeration():
     """The kernel driven by numpyro.infer.MCMC (4 vectorized chains): (Y, M) frequencies and the Rao-Blackwellized
     label probabilities against the exact posterior; coverage holds in every draw."""
     states, exact = _enumerate_fs(X_TINY)
-    problem = _problem(X_TINY)._replace(flips_per_sweep=jnp.asarray(2))     # the flip loop, not only one flip
+    # the default move: systematic scan; 3 flips with p = 2 also exercise the cycling past p
+    problem = _problem(X_TINY)._replace(flips_per_sweep=jnp.asarray(3), systematic_scan=jnp.asarray(True))
     mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(problem, "fs"), num_warmup=0, num_samples=5000,
                               num_chains=4, chain_method="vectorized", progress_bar=False)
     mcmc.run(jax.random.PRNGKey(0))
@@ -88,6 +89,50 @@ def test_fs_sweep_matches_brute_force_enumeration():
     assert np.allclose(rb.sum(1), 1.0) and np.all(rb[~ALLOWED] == 0)
     with pytest.raises(ValueError, match="variant"):
         LabelFeatureGibbs(_problem(X_TINY), "lasso")
+
+
+def _exact_m_given_y(X, Y, alpha, delta, Omega):
+    """CVFS: exact pi(M_1, M_2 | Y, alpha, delta, Omega, X) over the 16 values of the two keyword rows (M_0 = 0),
+    from the program-side collapsed density (models.feature_selection) and the Bernoulli(alpha_j) prior."""
+    states = list(itertools.product([False, True], repeat=2 * P))
+    logp = []
+    for s in states:
+        M = np.array(s).reshape(2, P)
+        masks = concept_masks("cvfs", jnp.asarray(M), 3, P)
+        prior = np.sum(np.where(M, np.log(alpha), np.log1p(-alpha)))
+        logp.append(float(collapsed_log_density(jnp.asarray(Y), masks, delta, Omega, jnp.asarray(X))) + prior)
+    prob = np.exp(np.array(logp) - max(logp))
+    return states, prob / prob.sum()
+
+
+def test_flip_step_leaves_the_exact_conditional_of_m_invariant_for_both_scans():
+    """Step 1 alone (CVFS, Y fixed, alpha away from 1/2, delta and Omega not the identity): the frequencies of
+    (M_1, M_2) after many flip steps match the enumerated conditional, for the paper's random flips and for the
+    systematic scan (one compiled chain, the scan flag traced)."""
+    from zoo.inference.label_feature_gibbs import feature_flip_step
+    Y = np.array([1, 0, 2, 2])
+    alpha = np.array([0.3, 0.8])
+    delta, Omega = jnp.array([0.2, -0.1]), jnp.array([[1.3, 0.5], [0.5, 0.9]])
+    states, exact = _exact_m_given_y(X_TINY, Y, alpha, delta, Omega)
+    problem = _problem(X_TINY)._replace(flips_per_sweep=jnp.asarray(3))
+    state = init_state(problem, "cvfs", jax.random.PRNGKey(0))._replace(
+        Y=jnp.asarray(Y), alpha=jnp.asarray(alpha), delta=delta, Omega=Omega)
+
+    @jax.jit
+    def chain(systematic, keys):
+        pr = problem._replace(systematic_scan=systematic)
+        def body(s, k):
+            s, _ = feature_flip_step(pr, "cvfs", s, k)
+            return s, s.M[1:].reshape(-1)
+        return jax.lax.scan(body, state, keys)[1]
+
+    index = {s: i for i, s in enumerate(states)}
+    for systematic in (False, True):
+        draws = np.asarray(chain(jnp.asarray(systematic), jax.random.split(jax.random.PRNGKey(1), 20000)))
+        freq = np.bincount([index[tuple(m)] for m in draws.astype(bool)], minlength=len(states)) / len(draws)
+        assert 0.5 * np.abs(freq - exact).sum() < 0.03, (systematic, np.round(freq - exact, 3))
+    # a wrong target would be seen: the conditional is far from uniform
+    assert 0.5 * np.abs(exact - 1 / len(states)).sum() > 0.2
 
 
 def _program_kwargs():
@@ -124,7 +169,8 @@ def _test_functions(Y, M, alpha, delta, Omega, X):
 def _successive_chain(key, start, n_iter):
     """Successive-conditional simulator: X | theta from the program, then one collapsed sweep theta | X."""
     args = (jnp.asarray(ALLOWED), jnp.asarray(IMAGE_INDEX), jnp.asarray(KEYWORDS))
-    problem = _problem(start["X"])
+    # the default systematic scan, cycling past p (P + 1 flips per sweep)
+    problem = _problem(start["X"])._replace(flips_per_sweep=jnp.asarray(P + 1), systematic_scan=jnp.asarray(True))
     state = init_state(problem, "cvfs", key)
     state = state._replace(Y=jnp.asarray(start["Y"]), M=jnp.concatenate([jnp.zeros((1, P), bool),
                                                                           jnp.asarray(start["M"], bool)]),

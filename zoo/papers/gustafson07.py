@@ -171,13 +171,18 @@ def _inclusion_logit(prior) -> float:
     return float(np.log(q) - np.log1p(-q))
 
 
-def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, flips_per_sweep: int = 1) -> RegionProblem:
+def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, flips_per_sweep: int | None = None,
+                   flip_scan: str = "systematic") -> RegionProblem:
     """The sampler's RegionProblem for a spec and standardized arrays (FS: (delta, Omega) = sample mean and
-    covariance, Sec. 4; CVFS: their starting values)."""
+    covariance, Sec. 4; CVFS: their starting values). flip_scan / flips_per_sweep: see ``_collapsed_gibbs``."""
+    if flip_scan not in ("systematic", "random"):
+        raise ValueError(f"flip_scan: expected 'systematic' or 'random', got {flip_scan!r}")
     o = spec.options
     variant = o["variant"]
     X = arrays.X
     n, p = X.shape
+    if flips_per_sweep is None:
+        flips_per_sweep = p if flip_scan == "systematic" else 1
     delta0 = X.mean(0)
     Omega0 = np.cov(X, rowvar=False, bias=True).reshape(p, p) + 1e-9 * np.eye(p)
     alpha = _alpha_mixture(spec.priors["alpha"]) if variant == "cvfs" else BetaMixture(
@@ -191,7 +196,8 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
         delta_omega_prior=NIWPrior(nu0=jnp.asarray(p + nu_extra), S0=psi * jnp.eye(p), rho0=jnp.asarray(kappa),
                                    mu0=jnp.zeros(p)),
         alpha_prior=alpha, inclusion_logit=jnp.asarray(logit), delta0=jnp.asarray(delta0), Omega0=jnp.asarray(Omega0),
-        exact_delta_omega=jnp.asarray(bool(exact_delta_omega)), flips_per_sweep=jnp.asarray(int(flips_per_sweep)))
+        exact_delta_omega=jnp.asarray(bool(exact_delta_omega)), flips_per_sweep=jnp.asarray(int(flips_per_sweep)),
+        systematic_scan=jnp.asarray(flip_scan == "systematic"))
 
 
 def _int_option(name, value, minimum):
@@ -205,16 +211,23 @@ _MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to 
 
 def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup: int = 200, num_samples: int = 1000,
                      thinning: int = 1, keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
-                     flips_per_sweep: int = 1, progress_bar: bool = True, **unknown) -> Fit:
+                     flip_scan: str = "systematic", flips_per_sweep: int | None = None, progress_bar: bool = True,
+                     **unknown) -> Fit:
     """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega)).
 
     delta_omega_update (CVFS): "exact" (default) = the eq. 11 data augmentation with a Metropolis-Hastings
     correction; "paper" = the paper's plain conjugate draw from the completed data, which does not leave the
     posterior invariant (see zoo.inference.label_feature_gibbs) but always moves.
-    flips_per_sweep: Metropolis-Hastings flips of each M_k per sweep (the paper: 1; more mixes M faster)."""
+    flip_scan: "systematic" (default) = each sweep flips every element of each M_k once, in a fresh random order,
+    each flip a Metropolis-Hastings test; "random" = the paper's flips of uniformly chosen elements.
+    flips_per_sweep: flips of each M_k per sweep (default: p for "systematic", 1 for "random" as in the paper).
+    The default departs from the paper's one flip per sweep: given the labels, a flip of an uncertain indicator is
+    rarely accepted, and one random flip per sweep leaves those indicators frozen for thousands of sweeps
+    (zoo.experiments.gustafson07.bench_cvfs measures both)."""
     if unknown:
         raise ValueError(f"collapsed_gibbs: unknown option(s) {', '.join(sorted(unknown))}; options: num_chains, "
-                         f"num_warmup, num_samples, thinning, keep_label_proba, delta_omega_update, flips_per_sweep, "
+                         f"num_warmup, num_samples, thinning, keep_label_proba, delta_omega_update, flip_scan, "
+                         f"flips_per_sweep, "
                          f"progress_bar")
     if delta_omega_update not in ("exact", "paper"):
         raise ValueError(f"delta_omega_update: expected 'exact' or 'paper', got {delta_omega_update!r}")
@@ -223,11 +236,12 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     num_warmup = _int_option("num_warmup", num_warmup, 0)
     num_samples = _int_option("num_samples", num_samples, 1)
     thinning = _int_option("thinning", thinning, 1)
-    flips_per_sweep = _int_option("flips_per_sweep", flips_per_sweep, 1)
+    if flips_per_sweep is not None:
+        flips_per_sweep = _int_option("flips_per_sweep", flips_per_sweep, 1)
     data = _check_regions(data, variant)
     arrays = region_arrays(data)
     problem = region_problem(spec, arrays, exact_delta_omega=delta_omega_update == "exact",
-                             flips_per_sweep=flips_per_sweep)
+                             flips_per_sweep=flips_per_sweep, flip_scan=flip_scan)
     n, n_concepts = arrays.allowed.shape
     kept_draws = -(-num_samples // thinning)
     if keep_label_proba is None:
