@@ -31,7 +31,8 @@ from jax import lax
 from zoo.inference.linalg import ActiveSet, active_gram, apply_birth, apply_death, birth_terms, slot_mask
 
 __all__ = ["SelectionInfo", "active_rows", "kernel_selection_sweep", "draw_beta",
-           "draw_delta2", "delta2_metropolis_step", "scale_move", "prior_quadratic_form", "log_marginal_gamma"]
+           "draw_delta2", "delta2_metropolis_step", "scale_move", "scale_move_shape", "delta2_shape", "prior_quadratic_form",
+           "log_marginal_gamma"]
 
 
 class SelectionInfo(NamedTuple):
@@ -132,8 +133,13 @@ def prior_quadratic_form(aset: ActiveSet, gram: jnp.ndarray, beta: jnp.ndarray) 
     return beta @ active_gram(gram, aset) @ beta
 
 
-def scale_move(key: jax.Array, z: jnp.ndarray, f: jnp.ndarray, beta: jnp.ndarray, quad: jnp.ndarray,
-               n_active: jnp.ndarray, delta2: jnp.ndarray):
+def scale_move_shape(n_latent: int, n_active: jnp.ndarray) -> jnp.ndarray:
+    """Shape (N + K) / 2 of the Gamma law of g^2 in ``scale_move``."""
+    return 0.5 * (n_latent + n_active)
+
+
+def scale_move(standard_gamma: jnp.ndarray, z: jnp.ndarray, f: jnp.ndarray, beta: jnp.ndarray, quad: jnp.ndarray,
+               delta2: jnp.ndarray):
     """Marginal-augmentation rescaling of (Z, beta) (Liu & Wu 1999, PX-DA; Imai & van Dyk 2005 for probit).
 
     The group move (z, beta) -> (g z, g beta), g > 0, keeps every sign of z, hence every group observation.
@@ -141,21 +147,25 @@ def scale_move(key: jax.Array, z: jnp.ndarray, f: jnp.ndarray, beta: jnp.ndarray
     Haar measure dg / g) leaves p(z, beta | gamma, delta2, data) invariant:
         g^2 ~ Gamma((N + K) / 2, rate = (||z - f||^2 + beta_a' A_aa beta_a / delta2) / 2),  f = Psi_a beta_a.
     It moves the joint scale of (Z, beta) in one step, the direction the data-augmentation Gibbs sampler of
-    probit models crawls along (Kueck's sampler without it: Listing 4.1). Returns (g z, g f, g beta, g^2 quad).
+    probit models crawls along (Kueck's sampler without it: Listing 4.1).
+    standard_gamma: a Gamma(``scale_move_shape(N, K)``, 1) draw. Returns (g z, g f, g beta, g^2 quad).
     """
-    shape = 0.5 * (z.shape[0] + n_active)
     rate = 0.5 * (jnp.sum((z - f) ** 2) + quad / delta2)
-    g2 = jax.random.gamma(key, shape) / rate
+    g2 = standard_gamma / rate
     g = jnp.sqrt(g2)
     return g * z, g * f, g * beta, g2 * quad
 
 
-def draw_delta2(key: jax.Array, n_active: jnp.ndarray, quad: jnp.ndarray, alpha0: float,
-                beta0: float) -> jnp.ndarray:
-    """delta2 ~ IG(alpha0 + K/2, beta0 + quad / 2), quad = beta_a' A_aa beta_a, for a prior IG(alpha0, beta0)."""
-    shape = alpha0 + 0.5 * n_active
-    rate = beta0 + 0.5 * quad
-    return rate / jax.random.gamma(key, shape)
+def delta2_shape(n_active: jnp.ndarray, alpha0: float) -> jnp.ndarray:
+    """Shape alpha0 + K/2 of the inverse-gamma conditional of delta2."""
+    return alpha0 + 0.5 * n_active
+
+
+def draw_delta2(standard_gamma: jnp.ndarray, quad: jnp.ndarray, beta0: float) -> jnp.ndarray:
+    """delta2 ~ IG(alpha0 + K/2, beta0 + quad / 2), quad = beta_a' A_aa beta_a, for a prior IG(alpha0, beta0);
+    standard_gamma: a Gamma(``delta2_shape(K, alpha0)``, 1) draw (both Gamma draws of a sweep come from one
+    vectorized call: the Gamma sampler is costly to compile)."""
+    return (beta0 + 0.5 * quad) / standard_gamma
 
 
 def delta2_metropolis_step(key: jax.Array, delta2: jnp.ndarray, n_active: jnp.ndarray, quad: jnp.ndarray,

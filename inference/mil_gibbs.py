@@ -21,14 +21,14 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import identity, is_prng_key
 
 from zoo.inference.kernel_selection import (SelectionInfo, active_rows, delta2_metropolis_step,
-                                            draw_beta, draw_delta2, kernel_selection_sweep, prior_quadratic_form,
-                                            scale_move)
+                                            delta2_shape, draw_beta, draw_delta2, kernel_selection_sweep,
+                                            prior_quadratic_form, scale_move, scale_move_shape)
 from zoo.inference.linalg import ActiveSet, active_gram, active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, draw_z_given_signs,
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
                                            sample_signs_constrained, sample_signs_split)
 
-__all__ = ["MILProblem", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state", "z_update",
+__all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state", "z_update",
            "state_from_position", "mixed_groups"]
 
 
@@ -50,6 +50,17 @@ class MILProblem(NamedTuple):
     ridge: Optional[jnp.ndarray] = None
     dp_groups: Optional[jnp.ndarray] = None
     psi_t: Optional[jnp.ndarray] = None   # (M, N) = psi', contiguous basis functions; None: formed from psi
+    hyper: Optional["MILHyper"] = None    # prior settings as traced values (overrides MILConfig's)
+
+
+class MILHyper(NamedTuple):
+    """The conjugate prior settings as arrays, carried by the problem so that swapping a prior reuses the
+    compiled sampler: Beta(prior_a, prior_b) on tau, IG(delta2_alpha, delta2_beta) on delta2, its start value."""
+    prior_a: jnp.ndarray
+    prior_b: jnp.ndarray
+    delta2_alpha: jnp.ndarray
+    delta2_beta: jnp.ndarray
+    delta2_init: jnp.ndarray
 
 
 class MILConfig(NamedTuple):
@@ -88,6 +99,13 @@ class MILState(NamedTuple):
 
 def _psi_t(problem: "MILProblem") -> jnp.ndarray:
     return problem.psi.T if problem.psi_t is None else problem.psi_t
+
+
+def _hyper(problem: "MILProblem", config: "MILConfig") -> MILHyper:
+    if problem.hyper is not None:
+        return problem.hyper
+    return MILHyper(prior_a=config.prior_a, prior_b=config.prior_b, delta2_alpha=config.delta2_alpha,
+                    delta2_beta=config.delta2_beta, delta2_init=config.delta2_init)
 
 
 def _ridge(problem: "MILProblem", config: "MILConfig"):
@@ -165,7 +183,7 @@ def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MI
     chosen = jax.random.permutation(k_act, m)[:n_init]
     active = jnp.zeros(m, bool).at[chosen].set(True)
     aset = active_set_from_mask(problem.gram, active, config.capacity)
-    delta2 = jnp.asarray(config.delta2_init, problem.psi.dtype)
+    delta2 = jnp.asarray(_hyper(problem, config).delta2_init, problem.psi.dtype)
     z, _, loglik = z_update(k_z, problem, jnp.zeros(n), jnp.zeros(n), "exact")
     rows = active_rows(aset, _psi_t(problem))
     beta_active = draw_beta(k_beta, aset, rows, rows @ z, delta2, _ridge(problem, config))
@@ -200,12 +218,13 @@ def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6)
 def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> MILState:
     """One blocked Gibbs sweep (Listing 4.1): {gamma, beta} then {delta2, Z}, with the optional rescaling move
     (``config.rescale``) of (Z, beta) between the two blocks. Cost O(N K_max + changes x (N + K_max^2))."""
-    key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(state.rng_key, 6)
+    key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(state.rng_key, 6)   # k_scale: both Gamma draws
     z = state.z
+    hyper = _hyper(problem, config)
     if config.update_gamma:
         aset, b_active, sel = kernel_selection_sweep(k_gamma, state.aset, state.b_active, problem.gram,
-                                                     _psi_t(problem), z, state.delta2, config.prior_a,
-                                                     config.prior_b, 0.5 * _ridge(problem, config))
+                                                     _psi_t(problem), z, state.delta2, hyper.prior_a,
+                                                     hyper.prior_b, 0.5 * _ridge(problem, config))
     else:
         zero = jnp.zeros((), jnp.int32)
         aset, b_active = state.aset, state.b_active
@@ -215,10 +234,13 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
     beta_active = draw_beta(k_beta, aset, rows, b_active, state.delta2, _ridge(problem, config))
     f = beta_active @ rows                                            # Psi_a beta_a, (N,)
     quad = prior_quadratic_form(aset, problem.gram, beta_active)
+    # both Gamma(shape, 1) variates of the sweep in one call: [g^2 of the rescaling, 1 / delta2]
+    shapes = jnp.stack([scale_move_shape(z.shape[0], aset.count), delta2_shape(aset.count, hyper.delta2_alpha)])
+    standard_gamma = jax.random.gamma(k_scale, shapes)
     if config.rescale:
-        z, f, beta_active, quad = scale_move(k_scale, z, f, beta_active, quad, aset.count, state.delta2)
+        z, f, beta_active, quad = scale_move(standard_gamma[0], z, f, beta_active, quad, state.delta2)
     if config.delta2_log_prob is None:
-        delta2 = draw_delta2(k_delta, aset.count, quad, config.delta2_alpha, config.delta2_beta)
+        delta2 = draw_delta2(standard_gamma[1], quad, hyper.delta2_beta)
         d2_acc = jnp.ones(())
     else:
         delta2, d2_acc = delta2_metropolis_step(k_delta, state.delta2, aset.count, quad, config.delta2_log_prob)

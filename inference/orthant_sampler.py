@@ -124,11 +124,6 @@ def _automaton_forward(alpha, lp, lq):
 _STATES = jnp.arange(4)
 
 
-def _unroll(n_max: int) -> int:
-    """Scan unrolling for the per-slot DP loops: groups are short, so the loop overhead would dominate."""
-    return n_max if n_max <= 16 else 1
-
-
 def sample_signs_constrained(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray) -> SignDraw:
     """Exact draw of every group's sign pattern under its constraint code (``constraint_flags``), O(G n_max)."""
     lp, lq = _instance_log_probs(f, layout)
@@ -167,7 +162,7 @@ def _signs_constrained_from_log_probs(key, lp, lq, layout: GroupLayout, kind) ->
         return new, alpha  # emit the alpha *before* instance i
 
     xs = (lp.T, lq.T, layout.valid.T)
-    alpha_n, alpha_before = lax.scan(forward, alpha0, xs, unroll=_unroll(lp.shape[1]))
+    alpha_n, alpha_before = lax.scan(forward, alpha0, xs)
     any_pos = (_STATES & 1) > 0
     any_neg = (_STATES & 2) > 0
     end_ok = (any_pos[None, :] | ~need_pos[:, None]) & (any_neg[None, :] | ~need_neg[:, None])
@@ -192,8 +187,7 @@ def _signs_constrained_from_log_probs(key, lp, lq, layout: GroupLayout, kind) ->
 
     n_max = lp.shape[1]
     keys = jax.random.split(key_back, n_max)
-    _, signs = lax.scan(backward, state_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True,
-                        unroll=_unroll(n_max))
+    _, signs = lax.scan(backward, state_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True)
     return SignDraw(positive=signs.T, log_norm=log_norm)
 
 
@@ -216,7 +210,7 @@ def sample_signs_by_count(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, l
         new = jnp.logaddexp(alpha + lq_i[:, None], shift(alpha) + lp_i[:, None])
         return jnp.where(valid_i[:, None], new, alpha), alpha
 
-    alpha_n, alpha_before = lax.scan(forward, alpha0, (lp.T, lq.T, layout.valid.T), unroll=_unroll(n_max))
+    alpha_n, alpha_before = lax.scan(forward, alpha0, (lp.T, lq.T, layout.valid.T))
     end_logits = alpha_n + log_weight
     log_norm = logsumexp(end_logits, axis=1)
     key_end, key_back = jax.random.split(key)
@@ -232,8 +226,7 @@ def sample_signs_by_count(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, l
         return count - positive.astype(count.dtype), positive
 
     keys = jax.random.split(key_back, n_max)
-    _, signs = lax.scan(backward, count_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True,
-                        unroll=_unroll(n_max))
+    _, signs = lax.scan(backward, count_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True)
     return SignDraw(positive=signs.T, log_norm=log_norm)
 
 

@@ -9,6 +9,8 @@ for the constraint, measurement and hybrid models.
    function of the signs of Z and the Z sweep keeps those signs' label, so the chain never changes labels).
 2. Geweke's successive-conditional simulator (slow suite, measurement model where it is irreducible).
 """
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,13 +84,12 @@ def _zscores(a, b, se_b=None):
     return (a.mean(0) - b.mean(0)) / se
 
 
-@pytest.mark.parametrize("variant", ["constraint", "measurement", "hybrid"])
-def test_gibbs_sweeps_leave_the_program_joint_invariant(variant):
-    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
-    n_draws, n_sweeps = 6000, 4
-    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(0), **kwargs)
-    label = fwd["group_label"]
-    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
+@functools.lru_cache(maxsize=None)
+def _moved_by_sweeps(chi, n_sweeps: int):
+    """Compiled (vmapped) transition theta -> theta' by ``n_sweeps`` Gibbs sweeps at each draw's own data (label
+    codes and fractions traced); one compilation per problem structure: measurement and hybrid share theirs."""
+    config = _setup("hybrid" if chi else "constraint")[6]
+    problem_for = _setup_problem_for(chi)
 
     def transition(key, gamma, beta, delta2, z, label, fraction):
         problem = problem_for(label, fraction)
@@ -98,10 +99,31 @@ def test_gibbs_sweeps_leave_the_program_joint_invariant(variant):
         state = jax.lax.fori_loop(0, n_sweeps, lambda i, s: mil_gibbs_sweep(s, problem, config), state)
         return state.position["gamma"], state.position["beta"], state.delta2, state.z
 
+    return jax.jit(jax.vmap(transition))
+
+
+def _setup_problem_for(chi):
+    psi, gram, layout = _tiny()
+
+    def problem_for(label, fraction):
+        log_w = measurement_log_weight(fraction, layout.size, chi, 3) if chi else None
+        return MILProblem(psi=psi, gram=gram, layout=layout, kind=label, log_weight=log_w)
+    return problem_for
+
+
+@pytest.mark.parametrize("variant", ["constraint", "measurement", "hybrid"])
+def test_gibbs_sweeps_leave_the_program_joint_invariant(variant):
+    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
+    n_draws, n_sweeps = 6000, 4
+    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(0), **kwargs)
+    label = fwd["group_label"]          # all LABEL_FREE (no constraint) under the measurement model
+    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
+    # measurement and hybrid run the same compiled transition (count DP, labels traced: free = no constraint)
+    moved_by = _moved_by_sweeps(chi, n_sweeps)
     half = slice(n_draws, None)      # the reference half stays untouched; the other half is moved
     keys = jax.random.split(jax.random.PRNGKey(1), n_draws)
-    g, b, d2, z = jax.jit(jax.vmap(transition))(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half],
-                                                fwd["z"][half], label[half], fraction[half])
+    g, b, d2, z = moved_by(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half], fwd["z"][half],
+                           label[half], fraction[half])
     ref = slice(0, n_draws)
     reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], fwd["z"][ref], psi,
                        label[ref] if has_labels else None, fraction[ref] if chi else None)

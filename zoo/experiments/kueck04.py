@@ -276,7 +276,7 @@ def benchmark_mil(fast: bool = False) -> dict:
     spec = zoo.model("kueck04.constraint", kernel="gaussian", width=1.0)
     prep = paper.prepare(spec, Bags(data.X, data.bag_ids, group_labels=data.group_labels))
     config = paper._config(spec, prep, "exact", False)
-    problem = paper._problem(prep)
+    problem = paper._problem(prep, spec)
     n_sweeps = 200 if fast else 1000
     result = {}
     for chains in (1, 4):
@@ -325,7 +325,7 @@ def _nuts_comparison(fast: bool) -> dict:
     psi_new = np.asarray(gram_matrix(jnp.asarray(held.X), jnp.asarray(prep.X), "gaussian", 1.0))
     n = 1000 if fast else 4000
     config = paper._config(spec, prep, "exact", False)._replace(update_gamma=False)
-    problem = paper._problem(prep)
+    problem = paper._problem(prep, spec)
     gamma = jnp.zeros(prep.psi.shape[1], bool).at[active].set(True)
     z0 = jnp.where(jnp.asarray(train.instance_labels) == 1, 0.5, -0.5)
 
@@ -333,9 +333,13 @@ def _nuts_comparison(fast: bool) -> dict:
         state = state_from_position(jax.random.PRNGKey(seed), problem, config, gamma,
                                     jnp.zeros(gamma.shape[0]), jnp.asarray(1.0), z0)
         states = jax.tree_util.tree_map(lambda x: x[None], state)
-        states, _ = paper._advance(states, problem, config, n // 4, 1, False)
-        _, (positions, _) = paper._advance(states, problem, config, n, 1, True)
-        return np.asarray(jax.block_until_ready(positions["beta"])[0])
+        draws = []
+        for start in range(-(n // 4), n, paper.CHUNK):          # warm-up chunks, then sampling chunks
+            steps = min(paper.CHUNK, n - start) if start >= 0 else min(paper.CHUNK, -start)
+            states, (positions, _) = paper._advance(states, problem, steps, config, paper.CHUNK, 1)
+            if start >= 0:
+                draws.append(np.asarray(positions["beta"][0, :steps]))
+        return np.concatenate(draws)
 
     def nuts_runner(dense):
         mcmc = MCMC(NUTS(probit_fixed_active_program, dense_mass=dense), num_warmup=n // 4, num_samples=n,

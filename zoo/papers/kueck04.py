@@ -30,7 +30,8 @@ from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
 from zoo.data import mil as _mil_data  # noqa: F401  (registers the loaders)
-from zoo.inference.mil_gibbs import MILConfig, MILGibbs, MILProblem, init_mil_state, mil_gibbs_sweep, mixed_groups
+from zoo.inference.mil_gibbs import (MILConfig, MILGibbs, MILHyper, MILProblem, init_mil_state, mil_gibbs_sweep,
+                                    mixed_groups)
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
                                    LABEL_POSITIVE, gram_matrix, kernel_mil_program)
@@ -210,25 +211,37 @@ def program_kwargs(spec, data) -> dict:
 
 
 def _config(spec, prep: MILPrepared, z_sampler: str, store_z: bool) -> MILConfig:
-    tau = require_family(spec.priors, "tau", (dist.Beta,))
-    a, b = float(tau.concentration1), float(tau.concentration0)
+    """The static settings (compiled into the sampler). The conjugate prior settings travel with the problem
+    (``_hyper``), so swapping them reuses the compiled code; a non-conjugate delta2 prior is a static density."""
+    require_family(spec.priors, "tau", (dist.Beta,))
     d2 = spec.priors["delta2"]
     m = prep.psi.shape[1]
-    common = dict(prior_a=a, prior_b=b, capacity=min(spec.options["max_active"], m), z_sampler=z_sampler,
-                  store_z=store_z)   # the data-dependent ridge travels with the problem (traced)
+    config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z)
+    if isinstance(d2, dist.InverseGamma):
+        return config
+    # non-conjugate prior: random-walk Metropolis on log delta2 (started at the prior median, see _hyper)
+    return config._replace(delta2_log_prob=d2.log_prob)
+
+
+def _hyper(spec) -> MILHyper:
+    """Traced prior settings: Beta(a, b) on tau, IG(alpha0, beta0) on delta2 (started at its mode) or, for any
+    other delta2 prior, a start at its median (estimated from 2001 prior draws, seed 0)."""
+    tau = require_family(spec.priors, "tau", (dist.Beta,))
+    d2 = spec.priors["delta2"]
     if isinstance(d2, dist.InverseGamma):
         alpha0, beta0 = float(d2.concentration), float(d2.rate)
-        return MILConfig(delta2_alpha=alpha0, delta2_beta=beta0, delta2_init=beta0 / (alpha0 + 1.0), **common)
-    # non-conjugate prior: random-walk Metropolis on log delta2, started at the prior median (by sampling)
-    init = float(np.median(np.asarray(d2.sample(jax.random.PRNGKey(0), (2001,)))))
-    return MILConfig(delta2_log_prob=d2.log_prob, delta2_init=init, **common)
+        init = beta0 / (alpha0 + 1.0)
+    else:
+        alpha0, beta0 = MILConfig().delta2_alpha, MILConfig().delta2_beta     # unused by the Metropolis step
+        init = float(np.median(np.asarray(d2.sample(jax.random.PRNGKey(0), (2001,)))))
+    return MILHyper(*(jnp.asarray(float(v)) for v in (tau.concentration1, tau.concentration0, alpha0, beta0, init)))
 
 
-def _problem(prep: MILPrepared) -> MILProblem:
+def _problem(prep: MILPrepared, spec) -> MILProblem:
     return MILProblem(psi=jnp.asarray(prep.psi), gram=jnp.asarray(prep.gram), psi_t=jnp.asarray(prep.psi.T),
                       layout=GroupLayout(*(jnp.asarray(a) for a in prep.layout)), kind=jnp.asarray(prep.kind),
                       log_weight=None if prep.log_weight is None else jnp.asarray(prep.log_weight),
-                      ridge=jnp.asarray(prep.ridge), dp_groups=_dp_groups(prep))
+                      ridge=jnp.asarray(prep.ridge), dp_groups=_dp_groups(prep), hyper=_hyper(spec))
 
 
 def _dp_groups(prep: MILPrepared):
@@ -236,15 +249,25 @@ def _dp_groups(prep: MILPrepared):
     return None if groups is None else jnp.asarray(groups)
 
 
-@functools.partial(jax.jit, static_argnames=("config", "n_sweeps", "thinning", "collect"))
-def _advance(states, problem: MILProblem, config: MILConfig, n_sweeps: int, thinning: int, collect: bool):
-    """Run every chain (leading axis of ``states``) ``n_sweeps`` sweeps; with ``collect`` keep every
-    ``thinning``-th position and statistic. Compiled once per shapes and settings, reused across fits and chunks."""
+#: draws per compiled chunk of the default driver (the progress bar moves between chunks)
+CHUNK = 100
+
+
+@functools.partial(jax.jit, static_argnames=("config", "chunk", "thinning"))
+def _advance(states, problem: MILProblem, n_run, config: MILConfig, chunk: int, thinning: int):
+    """Run every chain (leading axis of ``states``) ``n_run`` (traced, <= ``chunk``) steps of ``thinning``
+    sweeps, keeping the position and statistics after each step: (states, (positions, stats)) with a draw axis
+    of length ``chunk``; steps past ``n_run`` leave the state alone and their rows are to be dropped. One
+    compilation per shapes and settings serves warm-up and sampling of any length, across fits (priors are
+    traced, see ``_hyper``)."""
+    def sweeps(s):
+        return jax.lax.fori_loop(0, thinning, lambda i, t: mil_gibbs_sweep(t, problem, config), s)
+
     def chain(state):
-        def thin_block(s, _):
-            s = jax.lax.fori_loop(0, thinning, lambda i, t: mil_gibbs_sweep(t, problem, config), s)
-            return s, ((s.position, {f: getattr(s, f) for f in MILGibbs.stat_fields}) if collect else None)
-        return jax.lax.scan(thin_block, state, None, length=n_sweeps // thinning)
+        def step(s, i):
+            s = jax.lax.cond(i < n_run, sweeps, lambda t: t, s)    # same predicate for every chain: a real branch
+            return s, (s.position, {f: getattr(s, f) for f in MILGibbs.stat_fields})
+        return jax.lax.scan(step, state, jnp.arange(chunk))
     return jax.vmap(chain)(states)
 
 
@@ -257,22 +280,21 @@ def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, 
     """The default driver: all chains vectorized (vmap), warm-up then sampling in chunks of compiled sweeps
     with a progress bar between chunks. Returns (samples, stats, last_state), arrays (chain, draw, ...)."""
     from tqdm.auto import tqdm
-    chunk = 100 * thinning
     states = _init_chains(jax.random.split(jax.random.PRNGKey(seed), num_chains), problem, config)
     total = num_warmup + num_samples * thinning
     bar = tqdm(total=total, desc="blocked Gibbs", disable=not progress_bar, leave=False)
     done = 0
     while done < num_warmup:
-        n = min(chunk, num_warmup - done)
-        states, _ = _advance(states, problem, config, n, 1, False)
+        n = min(CHUNK, num_warmup - done)
+        states, _ = _advance(states, problem, n, config, CHUNK, 1)
         done += n
         bar.update(n)
     pieces = []
     remaining = num_samples
     while remaining > 0:
-        n = min(chunk // thinning, remaining)
-        states, out = _advance(states, problem, config, n * thinning, thinning, True)
-        pieces.append(jax.device_get(out))
+        n = min(CHUNK, remaining)
+        states, out = _advance(states, problem, n, config, CHUNK, thinning)
+        pieces.append(jax.tree_util.tree_map(lambda x: x[:, :n], jax.device_get(out)))
         remaining -= n
         bar.update(n * thinning)
     bar.close()
@@ -305,7 +327,7 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
             raise ValueError(f"{name}: expected an int >= {low}, got {value!r}")
     prep = prepare(spec, data)
     config = _config(spec, prep, z_sampler, store_z)
-    problem = _problem(prep)
+    problem = _problem(prep, spec)
     settings = dict(seed=seed, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
                     thinning=thinning, progress_bar=progress_bar)
     if driver == "chunked":
