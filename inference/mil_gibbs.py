@@ -65,7 +65,9 @@ class MILHyper(NamedTuple):
 
 class MILConfig(NamedTuple):
     """Static settings: Beta(a, b) on tau; delta2 prior IG(alpha0, beta0) when ``delta2_log_prob`` is None,
-    else that log density with a random-walk step; capacity K_max; initial active count; Z sampler."""
+    else that log density with a random-walk step; capacity K_max; initial active count; Z sampler.
+    The five prior numbers are defaults: a problem that carries ``MILHyper`` overrides them (traced, so a prior
+    swap does not recompile); ``rescale`` switches the marginal-augmentation move off (the thesis' sweep)."""
     prior_a: float = 1.0
     prior_b: float = 1.0
     delta2_alpha: float = 0.5
