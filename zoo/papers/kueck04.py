@@ -4,6 +4,7 @@ Model ids: ``kueck04.supervised`` (instance labels), ``kueck04.constraint`` (gro
 negative/mixed/positive ``group_labels``, else standard MIL ``bag_labels`` = "at least one positive"),
 ``kueck04.measurement`` (guessed ``fractions`` with confidence ``chi``), ``kueck04.hybrid`` (both).
 Default method ``blocked_gibbs`` (exact Z sampler); ``blocked_gibbs_mh`` is the thesis' Metropolis Z sampler.
+Both add an exact marginal-augmentation rescaling of (Z, beta) to the thesis' sweep (``rescale=False``: without).
 
 Options (``zoo.model(id, ...)``): ``kernel`` (gaussian, linear, cubic, sigmoid, multiquadric, cauchy, thin_plate;
 default gaussian), ``width`` (default: the median distance between standardized training instances),
@@ -316,7 +317,7 @@ def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, 
 
 
 def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar, chain_method,
-               store_z, z_sampler, method_name, unknown, driver="chunked") -> Fit:
+               store_z, z_sampler, method_name, unknown, driver="chunked", rescale=True) -> Fit:
     if unknown:
         raise ValueError(f"{method_name}: unknown option(s) {', '.join(sorted(unknown))}")
     if driver not in ("chunked", "numpyro"):
@@ -326,7 +327,7 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
         if not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name}: expected an int >= {low}, got {value!r}")
     prep = prepare(spec, data)
-    config = _config(spec, prep, z_sampler, store_z)
+    config = _config(spec, prep, z_sampler, store_z)._replace(rescale=bool(rescale))
     problem = _problem(prep, spec)
     settings = dict(seed=seed, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
                     thinning=thinning, progress_bar=progress_bar)
@@ -398,26 +399,27 @@ def _register() -> None:
     def blocked_gibbs(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                       num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                       chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
-                      **unknown: Any) -> Fit:
+                      rescale: bool = True, **unknown: Any) -> Fit:
         """Blocked Gibbs (Listing 4.1) with kernel selection and the exact orthant-truncated Z sampler.
 
         ``driver="chunked"`` (default): vectorized chains in compiled chunks reused across fits of the same
-        shapes; ``driver="numpyro"``: ``numpyro.infer.MCMC`` with ``chain_method`` (recompiles per call)."""
+        shapes; ``driver="numpyro"``: ``numpyro.infer.MCMC`` with ``chain_method`` (recompiles per call).
+        ``rescale=False`` drops the marginal-augmentation move and leaves exactly the thesis' sweep."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="exact",
-                          method_name="blocked_gibbs", unknown=unknown, driver=driver)
+                          method_name="blocked_gibbs", unknown=unknown, driver=driver, rescale=rescale)
 
     @register_method(ids, "blocked_gibbs_mh")
     def blocked_gibbs_mh(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                          num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                          chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
-                         **unknown: Any) -> Fit:
+                         rescale: bool = True, **unknown: Any) -> Fit:
         """Blocked Gibbs with the thesis' Metropolis Z samplers (independence MH / random walk), for comparison."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="mh",
-                          method_name="blocked_gibbs_mh", unknown=unknown, driver=driver)
+                          method_name="blocked_gibbs_mh", unknown=unknown, driver=driver, rescale=rescale)
 
 
 _register()
