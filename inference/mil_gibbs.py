@@ -207,14 +207,21 @@ def state_from_position(key: jax.Array, problem: MILProblem, config: MILConfig, 
 def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6) -> ActiveSet:
     """Numerical hygiene for ill-conditioned Gram blocks: check the incrementally updated inverse with one
     O(K^2) residual r = H (A_aa v) - v (v = ones on the used slots); only if it is non-finite or
-    ||r|| > tol ||v||, rebuild H from scratch (lax.cond: the O(K^3) branch runs only then)."""
+    ||r|| > tol ||v||, rebuild H from scratch (the O(K^3) branch runs only then)."""
     m = slot_mask(aset)
     v = m.astype(gram.dtype)
     r = aset.inverse @ (active_gram(gram, aset) @ v) - v
     # written as "not (accurate)" so that a NaN residual (inf - inf in an overflowed H) also counts as bad
     accurate = jnp.linalg.norm(r) <= tol * jnp.sqrt(jnp.maximum(aset.count, 1))
     bad = ~jnp.all(jnp.isfinite(aset.inverse)) | ~accurate
-    return jax.lax.cond(bad, lambda a: a._replace(inverse=dense_inverse(gram, a)), lambda a: a, aset)
+    # a while loop of at most one trip rather than lax.cond: under vmap (vectorized chains) a cond becomes a
+    # select that runs the O(K^3) rebuild for every chain every sweep; the loop runs only if some chain needs it
+    def rebuild(carry):
+        a, _ = carry
+        return a._replace(inverse=dense_inverse(gram, a)), jnp.zeros((), bool)
+
+    aset, _ = jax.lax.while_loop(lambda carry: carry[1], rebuild, (aset, bad))
+    return aset
 
 
 def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> MILState:
