@@ -9,10 +9,11 @@ sign pattern s_i = 1[z_i > 0]:
   k = sum_i s_i (MODELS.md Sec. 5); the hybrid model does both.
 
 So p(s | f) ∝ prod_i Phi(f_i)^{s_i} Phi(-f_i)^{1 - s_i} w_g(s), and given s each z_i is a univariate truncated
-normal. We draw s EXACTLY by forward filtering / backward sampling over a small per-group summary state:
+normal. We draw s EXACTLY:
 
-- ``sample_signs_constrained``: the state (any positive so far, any negative so far), 4 values, O(n) per group;
-  covers every constraint label (pure groups included);
+- ``sample_signs_constrained``: sequentially, each sign given the ones before it, with the probability that the
+  remaining instances can still meet the label (from suffix sums of log Phi(+-f)); O(n) per group, every
+  constraint label (pure groups included);
 - ``sample_signs_by_count``: the count of positives so far, O(n^2) per group; covers any weight w_g(k)
   (measurement, hybrid, constraints as w(k) in {0, 1}).
 
@@ -112,16 +113,22 @@ def _categorical(key, logits):
 
 # --- summary state (any_pos, any_neg): state = any_pos + 2 any_neg -------------------------------------------
 
-def _automaton_forward(alpha, lp, lq):
-    """One instance: alpha (G, 4) -> alpha' with a positive (s -> s|1) or a negative (s -> s|2) sign."""
-    a0, a1, a2, a3 = alpha[:, 0], alpha[:, 1], alpha[:, 2], alpha[:, 3]
-    ninf = jnp.full_like(a0, NEG_INF)
-    from_pos = jnp.stack([ninf, jnp.logaddexp(a0, a1), ninf, jnp.logaddexp(a2, a3)], axis=1) + lp[:, None]
-    from_neg = jnp.stack([ninf, ninf, jnp.logaddexp(a0, a2), jnp.logaddexp(a1, a3)], axis=1) + lq[:, None]
-    return jnp.logaddexp(from_pos, from_neg)
+def _log1mexp(x):
+    """log(1 - e^x) for x <= 0 (-inf at x = 0), accurate at both ends (Maechler 2012)."""
+    x = jnp.minimum(x, 0.0)
+    return jnp.where(x > -0.6931471805599453, jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x)))
 
 
-_STATES = jnp.arange(4)
+def _log_supply(need_pos, need_neg, rest_lp, rest_lq):
+    """log P(the remaining instances supply what is still needed) under independent signs, given the log
+    probabilities that they are all positive (rest_lp) or all negative (rest_lq): a positive: 1 - e^rest_lq;
+    a negative: 1 - e^rest_lp; both: 1 - e^rest_lq - e^rest_lp (inclusion-exclusion; for a non-empty rest
+    "no positive and no negative" is impossible, and for an empty one the result is 0, as it should be)."""
+    some_pos = _log1mexp(rest_lq)
+    gap = jnp.where(jnp.isneginf(rest_lp), -jnp.inf, rest_lp - some_pos)
+    both = some_pos + _log1mexp(gap)
+    return jnp.where(need_pos & need_neg, both,
+                     jnp.where(need_pos, some_pos, jnp.where(need_neg, _log1mexp(rest_lp), 0.0)))
 
 
 def sample_signs_constrained(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray) -> SignDraw:
@@ -149,45 +156,36 @@ def sample_signs_split(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind
 
 
 def _signs_constrained_from_log_probs(key, lp, lq, layout: GroupLayout, kind) -> SignDraw:
+    """Sequential exact draw: s_i | s_<i has odds Phi(f_i) R(after s_i = 1) : Phi(-f_i) R(after s_i = 0), where
+    R is the probability that the instances after i still meet the group's needs (``_log_supply``, from suffix
+    sums of log Phi(+-f)). Forbidden signs (pure groups) get log-probability -inf; the per-instance mass they
+    remove, r_i = log(Phi(f_i) [allowed] + Phi(-f_i) [allowed]), enters the group's log-likelihood."""
     need_pos, need_neg, forbid_pos, forbid_neg = constraint_flags(kind)
+    valid = layout.valid
     lp = jnp.where(forbid_pos[:, None], NEG_INF, lp)
     lq = jnp.where(forbid_neg[:, None], NEG_INF, lq)
-    n_groups = lp.shape[0]
-    alpha0 = jnp.full((n_groups, 4), NEG_INF).at[:, 0].set(0.0)
+    r = jnp.where(valid, jnp.logaddexp(lp, lq), 0.0)
+    lp = jnp.where(valid, lp - r, 0.0)                  # renormalized; padding slots contribute log 1 = 0
+    lq = jnp.where(valid, lq - r, 0.0)
+    # inclusive suffix sums over slots (no subtraction: -inf entries stay exact); exclusive = next slot's
+    incl_lp = jnp.cumsum(lp[:, ::-1], axis=1)[:, ::-1]
+    incl_lq = jnp.cumsum(lq[:, ::-1], axis=1)[:, ::-1]
+    pad = jnp.zeros((lp.shape[0], 1))
+    rest_lp = jnp.concatenate([incl_lp[:, 1:], pad], axis=1)
+    rest_lq = jnp.concatenate([incl_lq[:, 1:], pad], axis=1)
+    log_norm = jnp.sum(r, axis=1) + _log_supply(need_pos, need_neg, incl_lp[:, 0], incl_lq[:, 0])
+    log_u = jnp.log(jax.random.uniform(key, lp.T.shape, minval=jnp.finfo(lp.dtype).tiny))
 
-    def forward(alpha, xs):
-        lp_i, lq_i, valid_i = xs
-        new = _automaton_forward(alpha, lp_i, lq_i)
-        new = jnp.where(valid_i[:, None], new, alpha)
-        return new, alpha  # emit the alpha *before* instance i
+    def step(carry, xs):
+        has_pos, has_neg = carry
+        lp_i, lq_i, rest_lp_i, rest_lq_i, valid_i, log_u_i = xs
+        logit_pos = lp_i + _log_supply(jnp.zeros_like(need_pos), need_neg & ~has_neg, rest_lp_i, rest_lq_i)
+        logit_neg = lq_i + _log_supply(need_pos & ~has_pos, jnp.zeros_like(need_neg), rest_lp_i, rest_lq_i)
+        positive = (log_u_i < logit_pos - jnp.logaddexp(logit_pos, logit_neg)) & valid_i
+        return (has_pos | positive, has_neg | (~positive & valid_i)), positive
 
-    xs = (lp.T, lq.T, layout.valid.T)
-    alpha_n, alpha_before = lax.scan(forward, alpha0, xs)
-    any_pos = (_STATES & 1) > 0
-    any_neg = (_STATES & 2) > 0
-    end_ok = (any_pos[None, :] | ~need_pos[:, None]) & (any_neg[None, :] | ~need_neg[:, None])
-    end_logits = jnp.where(end_ok, alpha_n, NEG_INF)
-    log_norm = logsumexp(end_logits, axis=1)
-    key_end, key_back = jax.random.split(key)
-    state_n = _categorical(key_end, end_logits)
-
-    prev_via_pos = (_STATES[:, None] | 1) == _STATES[None, :]   # [s, s'] s|1 == s'
-    prev_via_neg = (_STATES[:, None] | 2) == _STATES[None, :]
-
-    def backward(state, xs):
-        key_i, alpha_prev, lp_i, lq_i, valid_i = xs
-        ok_pos = prev_via_pos[:, state].T   # (G, 4): s with s|1 == state
-        ok_neg = prev_via_neg[:, state].T
-        logits = jnp.concatenate([jnp.where(ok_pos, alpha_prev + lp_i[:, None], NEG_INF),
-                                  jnp.where(ok_neg, alpha_prev + lq_i[:, None], NEG_INF)], axis=1)
-        choice = _categorical(key_i, logits)
-        positive = choice < 4
-        prev = choice % 4
-        return jnp.where(valid_i, prev, state), positive & valid_i
-
-    n_max = lp.shape[1]
-    keys = jax.random.split(key_back, n_max)
-    _, signs = lax.scan(backward, state_n, (keys, alpha_before, lp.T, lq.T, layout.valid.T), reverse=True)
+    start = (jnp.zeros(lp.shape[0], bool), jnp.zeros(lp.shape[0], bool))
+    _, signs = lax.scan(step, start, (lp.T, lq.T, rest_lp.T, rest_lq.T, valid.T, log_u))
     return SignDraw(positive=signs.T, log_norm=log_norm)
 
 

@@ -79,7 +79,7 @@ def _check_frequencies(draw_positive, layout, brute, n_draws):
 
 def test_constrained_sign_sampler_matches_enumeration():
     layout = _layout()
-    kinds = jnp.array([(1, 3, 0), (3, 1, 2), (2, 0, 1)])   # every constraint code in every group size
+    kinds = jnp.array([(1, 3, 0), (3, 1, 2), (2, 0, 1), (4, 4, 3)])   # every constraint code in every group size
     n_draws = 20000
     keys = jax.random.split(jax.random.PRNGKey(3), n_draws)
     sample = jax.vmap(lambda k, kind: sample_signs_constrained(k, F, layout, kind), in_axes=(0, None))
@@ -87,7 +87,23 @@ def test_constrained_sign_sampler_matches_enumeration():
     for row, kind in enumerate(kinds):
         brute, norms = _brute(layout, kind, None)
         _check_frequencies(draws.positive[row], layout, brute, n_draws)
-        np.testing.assert_allclose(np.asarray(draws.log_norm[row, 0]), norms, rtol=1e-10)
+        np.testing.assert_allclose(np.asarray(draws.log_norm[row, 0]), norms, rtol=1e-10, atol=1e-12)
+
+
+def test_constrained_sign_sampler_finite_far_in_the_tails():
+    """Mixed and 'at least one positive' groups whose utilities sit at -35 or +35: every label still met, the
+    log-likelihood finite and right (mixed at f = -35: log(n Phi(-35)) to first order)."""
+    from scipy.special import log_ndtr
+    layout = GroupLayout(index=jnp.arange(8).reshape(2, 4), valid=jnp.ones((2, 4), bool), size=jnp.array([4, 4]))
+    for value in (-35.0, 35.0):
+        f = jnp.full(8, value)
+        draw = jax.jit(jax.vmap(lambda k: sample_signs_constrained(k, f, layout, jnp.array([1, 3]))))(
+            jax.random.split(jax.random.PRNGKey(0), 200))
+        k = np.asarray(draw.positive).sum(-1)
+        assert np.all((k[:, 0] >= 1) & (k[:, 0] <= 3)) and np.all(k[:, 1] >= 1)
+        assert np.all(np.isfinite(np.asarray(draw.log_norm)))
+        if value < 0:
+            np.testing.assert_allclose(np.asarray(draw.log_norm[0, 0]), np.log(4) + log_ndtr(value), rtol=1e-6)
 
 
 def test_count_sign_sampler_matches_enumeration_with_measurement_weights():
