@@ -30,9 +30,8 @@ from jax import lax
 
 from zoo.inference.linalg import ActiveSet, active_gram, apply_birth, apply_death, birth_terms, slot_mask
 
-__all__ = ["SelectionInfo", "active_rows", "kernel_selection_sweep", "draw_beta",
-           "draw_delta2", "delta2_metropolis_step", "scale_move", "scale_move_shape", "delta2_shape", "prior_quadratic_form",
-           "log_marginal_gamma"]
+__all__ = ["SelectionInfo", "active_rows", "kernel_selection_sweep", "draw_beta", "draw_delta2", "delta2_shape",
+           "delta2_metropolis_step", "scale_move", "scale_move_shape", "prior_quadratic_form", "log_marginal_gamma"]
 
 
 class SelectionInfo(NamedTuple):

@@ -28,7 +28,8 @@ from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_wei
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
                                            sample_signs_constrained, sample_signs_split)
 
-__all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state", "z_update",
+__all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state",
+           "z_update",
            "state_from_position", "mixed_groups"]
 
 

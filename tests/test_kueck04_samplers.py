@@ -153,8 +153,8 @@ def test_incremental_inverse_equals_fresh_after_long_toggle_sequence():
 
 
 def test_refresh_rebuilds_an_overflowed_inverse():
-    """An incrementally updated H that has blown up to huge *finite* values (here 1e308) makes the residual check overflow
-    (inf - inf = NaN); that must count as inaccurate and rebuild H (it once slipped through and the cubic and
+    """An incrementally updated H that has blown up to huge *finite* values (here 1e308) makes the residual check
+    overflow (inf - inf = NaN); that must count as inaccurate and rebuild H (it once slipped through and the cubic and
     thin-plate kernels returned NaN predictions)."""
     from zoo.inference.linalg import active_gram, slot_mask
     from zoo.inference.mil_gibbs import refresh_if_inaccurate
