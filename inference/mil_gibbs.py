@@ -29,8 +29,7 @@ from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_wei
                                            sample_signs_constrained, sample_signs_split)
 
 __all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state",
-           "z_update",
-           "state_from_position", "mixed_groups"]
+           "z_update", "state_from_position", "mixed_groups"]
 
 
 class MILProblem(NamedTuple):
