@@ -46,7 +46,7 @@ from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_conce
 
 __all__ = ["RegionProblem", "BetaMixture", "GibbsState", "SweepInfo", "concept_suffstats", "concept_masks_of",
            "feature_flip_step", "single_flip_step", "label_step", "alpha_step", "delta_omega_step", "gibbs_sweep", "init_state",
-           "LabelFeatureGibbs", "run_gibbs", "predictive_log_lik"]
+           "LabelFeatureGibbs", "run_gibbs", "predictive_log_lik", "FAST_COMPILE_OPTIONS"]
 
 
 class BetaMixture(NamedTuple):
@@ -200,7 +200,7 @@ def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, k
         # i = -1 evaluates the current state (no flip, "accepted" unconditionally): the log target is then
         # carried, and the loop body is the only traced copy of the collapsed terms (compile time)
         F, current, accepted = carry
-        k_col, k_acc = jax.random.split(jax.random.fold_in(k_loop, i))
+        k_col, k_acc = jax.random.split(jax.random.fold_in(k_loop, i + 1))     # i + 1 >= 0: eager-safe
         cols = jnp.where(systematic, order[jnp.maximum(i, 0) % p], jax.random.randint(k_col, (F.shape[0],), 0, p))
         F_new, current_new, acc = metropolis_flip(problem, variant, stats, F, current, cols, k_acc, *args,
                                                   flip=i >= 0)
@@ -449,13 +449,18 @@ class LabelFeatureGibbs(MCMCKernel):
         return lambda z: z
 
 
-@partial(jax.jit, static_argnames=("variant",))
-def _init_chains(problem, keys, num_warmup, *, variant):
+# XLA's backend optimization roughly halves the sweep's compile time when switched off (CVFS, two chains: about
+# 14 s -> 7 s on one CPU) and makes each sweep 1.5-4x slower: worth it only for short runs, where compilation is
+# most of the wall time. ``run_gibbs`` picks it below FAST_COMPILE_WORK chain-sweeps x units unless told.
+FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
+FAST_COMPILE_WORK = 250_000
+
+
+def _init_chains_fn(problem, keys, num_warmup, *, variant):
     return jax.vmap(lambda k: init_state(problem, variant, k, num_warmup=num_warmup))(keys)
 
 
-@partial(jax.jit, static_argnames=("variant", "chunk", "names"))
-def _run_chunk(problem, state, n_active, *, variant, chunk, names):
+def _run_chunk_fn(problem, state, n_active, *, variant, chunk, names):
     """``chunk`` sweeps of every chain (the first ``n_active`` applied), collecting ``names`` of ``z``; the problem
     is an argument, so data of the same shapes reuse one compilation."""
     def one_chain(st):
@@ -466,11 +471,19 @@ def _run_chunk(problem, state, n_active, *, variant, chunk, names):
     return jax.vmap(one_chain)(state)
 
 
+_init_chains = jax.jit(_init_chains_fn, static_argnames=("variant",), compiler_options=FAST_COMPILE_OPTIONS)
+_run_chunk = jax.jit(_run_chunk_fn, static_argnames=("variant", "chunk", "names"))
+_run_chunk_fast_compile = jax.jit(_run_chunk_fn, static_argnames=("variant", "chunk", "names"),
+                                  compiler_options=FAST_COMPILE_OPTIONS)
+
+
 def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2, num_warmup: int = 200,
               num_samples: int = 1000, thinning: int = 1, collect=None, progress_bar: bool = True,
-              chunk: int = 50):
+              chunk: int = 50, fast_compile: bool | None = None):
     """Run ``num_chains`` chains (vectorized) of ``gibbs_sweep``: one compiled chunk of ``chunk`` sweeps reused for
     warm-up and sampling (the same chain as ``numpyro.infer.MCMC`` with ``LabelFeatureGibbs``, compiled once).
+    ``fast_compile``: compile without XLA's backend optimization (half the compile time, slower sweeps); None =
+    when num_chains x (num_warmup + num_samples) x units <= FAST_COMPILE_WORK. Timings (benchmarks) pass False.
 
     Returns (draws: dict name -> (chain, draw, ...) numpy arrays, keeping every ``thinning``-th sweep after
     warm-up; ``collect`` names the entries of ``GibbsState.z`` to keep (default all), last_state (chain-batched)).
@@ -479,12 +492,15 @@ def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2,
     state = _init_chains(problem, keys, jnp.asarray(num_warmup), variant=variant)
     names = tuple(state.z) if collect is None else tuple(collect)
     total = num_warmup + num_samples
+    if fast_compile is None:
+        fast_compile = num_chains * total * problem.X.shape[0] <= FAST_COMPILE_WORK
+    run_chunk = _run_chunk_fast_compile if fast_compile else _run_chunk
     kept = {k: [] for k in names}
     done = 0
     bar = tqdm(total=total, desc=f"{variant} collapsed Gibbs", disable=not progress_bar, leave=False)
     while done < total:
         n_active = min(chunk, total - done)
-        state, out = _run_chunk(problem, state, jnp.asarray(n_active), variant=variant, chunk=chunk, names=names)
+        state, out = run_chunk(problem, state, jnp.asarray(n_active), variant=variant, chunk=chunk, names=names)
         index = np.arange(done, done + n_active)
         sel = np.nonzero((index >= num_warmup) & ((index - num_warmup) % thinning == 0))[0]
         if sel.size:

@@ -22,6 +22,7 @@ in ``zoo.inference.label_feature_gibbs`` targets it.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -110,7 +111,7 @@ class FeatureSelectionNormal(dist.Distribution):
         p = self.event_shape[0]
         mask, mu, sigma = self._flat()
         n = mask.shape[0]
-        total = int(jnp.prod(jnp.asarray(sample_shape))) if sample_shape else 1
+        total = math.prod(sample_shape)                  # static: sample_shape is a tuple (jit-safe)
         k_rel, k_base = jax.random.split(key)
         z_rel = jax.random.normal(k_rel, (total, n, p))
         z_base = self.delta + jax.random.normal(k_base, (total, n, p)) @ jnp.linalg.cholesky(self.Omega).T

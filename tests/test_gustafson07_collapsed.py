@@ -6,6 +6,8 @@ its definition, and the random-variate helpers against scipy.
 """
 import zoo  # noqa: F401  (float64)
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,7 +17,13 @@ from scipy import integrate, stats
 from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density, masked_matrix,
                                          niw_log_marginal, niw_posterior, sample_beta, sample_gamma,
                                          sample_masked_inverse_wishart, suffstats)
+from zoo.inference.label_feature_gibbs import FAST_COMPILE_OPTIONS
 from zoo.models.feature_selection import FeatureSelectionNormal
+
+fast_jit = partial(jax.jit, compiler_options=FAST_COMPILE_OPTIONS)   # compile time dominates these tests
+# one compilation per shape instead of dozens of eager ones (the functions are pure)
+niw_log_marginal, suffstats = fast_jit(niw_log_marginal), fast_jit(suffstats)
+collapsed_concept_log_density = fast_jit(collapsed_concept_log_density, static_argnums=0)
 
 
 def _prior(p, nu0=3.0, s0=1.5, rho0=1.0, mu0=None):
@@ -116,7 +124,7 @@ def test_feature_selection_normal_log_prob_and_sampling():
     cond_cov = Omega[np.ix_(c, c)] - B @ Omega[np.ix_(m, c)]
     direct = stats.multivariate_normal(mu[m], Sm).logpdf(x[m]) + stats.multivariate_normal(cond_mean, cond_cov).logpdf(x[c])
     assert float(d.log_prob(jnp.asarray(x))) == pytest.approx(direct, rel=1e-10)
-    draws = np.asarray(d.sample(jax.random.PRNGKey(0), (20000,)))
+    draws = np.asarray(fast_jit(lambda k: d.sample(k, (20000,)))(jax.random.PRNGKey(0)))
     assert np.allclose(draws[:, m].mean(0), mu[m], atol=0.03)
     assert np.allclose(np.cov(draws[:, m], rowvar=False), Sm, atol=0.03)
     # irrelevant coordinate: regression on the relevant ones as in N(delta, Omega)
@@ -126,10 +134,10 @@ def test_feature_selection_normal_log_prob_and_sampling():
 
 def test_gamma_and_beta_samplers_match_scipy():
     a = jnp.array([0.3, 1.0, 4.5, 60.0])
-    draws = np.asarray(jax.vmap(lambda k: sample_gamma(k, a))(jax.random.split(jax.random.PRNGKey(0), 3000)))
+    draws = np.asarray(fast_jit(jax.vmap(lambda k: sample_gamma(k, a)))(jax.random.split(jax.random.PRNGKey(0), 3000)))
     for j, shape in enumerate(np.asarray(a)):
         assert stats.kstest(draws[:, j], stats.gamma(shape).cdf).pvalue > 1e-3
-    b = np.asarray(sample_beta(jax.random.PRNGKey(1), jnp.full(4000, 2.0), jnp.full(4000, 11.0)))
+    b = np.asarray(fast_jit(sample_beta)(jax.random.PRNGKey(1), jnp.full(4000, 2.0), jnp.full(4000, 11.0)))
     assert stats.kstest(b, stats.beta(2.0, 11.0).cdf).pvalue > 1e-3
 
 
@@ -137,7 +145,8 @@ def test_masked_inverse_wishart_block_has_the_iw_mean():
     S = jnp.array([[2.0, 0.4, 0.0], [0.4, 1.0, 0.0], [0.0, 0.0, 5.0]])
     mask = jnp.array([True, True, False])
     nu = 7.0
-    draws = jax.vmap(lambda k: sample_masked_inverse_wishart(k, nu, S, mask))(jax.random.split(jax.random.PRNGKey(3), 4000))
+    draws = fast_jit(jax.vmap(lambda k: sample_masked_inverse_wishart(k, nu, S, mask)))(
+        jax.random.split(jax.random.PRNGKey(3), 4000))
     draws = np.asarray(draws)
     expected = np.asarray(S)[:2, :2] / (nu - 2 - 1)
     assert np.allclose(draws[:, :2, :2].mean(0), expected, rtol=0.08, atol=0.015)

@@ -350,7 +350,8 @@ def bench_cvfs(fast: bool = False) -> dict:
     for label, problem in ours.items():
         def run_one(chain, problem=problem):
             out, _ = run_gibbs(problem, "fs", jax.random.PRNGKey(chain), num_chains=1, num_warmup=n_warm,
-                               num_samples=n_samples, collect=("M",), progress_bar=False, chunk=100)
+                               num_samples=n_samples, collect=("M",), progress_bar=False, chunk=100,
+                               fast_compile=False)
             return out["M"][0, :, 0]
         draws[label], seconds, compile_s = _timed_chains(run_one, n_chains)
         timing[label] = (seconds / (n_warm + n_samples), compile_s)

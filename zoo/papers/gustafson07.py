@@ -24,7 +24,8 @@ import numpyro.distributions as dist
 import zoo.data.gustafson07  # noqa: F401  (registers the synthetic data sets)
 from zoo.data.containers import AnnotatedRegions
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
-from zoo.inference.label_feature_gibbs import BetaMixture, RegionProblem, predictive_log_lik, run_gibbs
+from zoo.inference.label_feature_gibbs import (FAST_COMPILE_OPTIONS, FAST_COMPILE_WORK, BetaMixture, RegionProblem,
+                                               predictive_log_lik, run_gibbs)
 from zoo.models.feature_selection import DeltaOmegaPrior, default_alpha_prior, feature_selection_model
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
@@ -351,7 +352,10 @@ def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, 
     deltas, Omegas = take("delta", problem.delta0), take("Omega", problem.Omega0)
     log_allowed = jnp.where(jnp.asarray(allowed), 0.0, -jnp.inf)
 
-    @jax.jit
+    # a small prediction is mostly compile time: compile without XLA's backend optimization (see run_gibbs)
+    small = pick.size * len(new.X) <= FAST_COMPILE_WORK
+
+    @partial(jax.jit, compiler_options=FAST_COMPILE_OPTIONS if small else None)
     def mean_proba(Ys, Ms, deltas, Omegas, Xn):
         def one(carry, draw):
             ll = predictive_log_lik(problem, variant, *draw, Xn)
