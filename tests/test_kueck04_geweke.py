@@ -99,7 +99,8 @@ def _moved_by_sweeps(chi, n_sweeps: int):
         state = jax.lax.fori_loop(0, n_sweeps, lambda i, s: mil_gibbs_sweep(s, problem, config), state)
         return state.position["gamma"], state.position["beta"], state.delta2, state.z
 
-    return jax.jit(jax.vmap(transition))
+    # a short run on a tiny problem: compile without XLA's backend optimization (half the compile time)
+    return jax.jit(jax.vmap(transition), compiler_options={"xla_backend_optimization_level": 0})
 
 
 def _setup_problem_for(chi):

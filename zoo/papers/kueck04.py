@@ -252,10 +252,13 @@ def _dp_groups(prep: MILPrepared):
 
 #: draws per compiled chunk of the default driver (the progress bar moves between chunks)
 CHUNK = 100
+#: XLA without its backend optimization compiles the sweep in about half the time but runs it ~5x slower; the
+#: driver picks it for short runs (chains x sweeps x instances below this), where compilation dominates
+FAST_COMPILE_BELOW = 500_000
+FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
-@functools.partial(jax.jit, static_argnames=("config", "chunk", "thinning"))
-def _advance(states, problem: MILProblem, n_run, config: MILConfig, chunk: int, thinning: int):
+def _advance_fn(states, problem: MILProblem, n_run, config: MILConfig, chunk: int, thinning: int):
     """Run every chain (leading axis of ``states``) ``n_run`` (traced, <= ``chunk``) steps of ``thinning``
     sweeps, keeping the position and statistics after each step: (states, (positions, stats)) with a draw axis
     of length ``chunk``; steps past ``n_run`` leave the state alone and their rows are to be dropped. One
@@ -272,29 +275,39 @@ def _advance(states, problem: MILProblem, n_run, config: MILConfig, chunk: int, 
     return jax.vmap(chain)(states)
 
 
-@functools.partial(jax.jit, static_argnames=("config",))
+_advance = jax.jit(_advance_fn, static_argnames=("config", "chunk", "thinning"))
+_advance_fast_compile = jax.jit(_advance_fn, static_argnames=("config", "chunk", "thinning"),
+                                compiler_options=FAST_COMPILE_OPTIONS)
+
+
+@functools.partial(jax.jit, static_argnames=("config",), compiler_options=FAST_COMPILE_OPTIONS)
 def _init_chains(keys, problem: MILProblem, config: MILConfig):
     return jax.vmap(lambda k: init_mil_state(k, problem, config))(keys)
 
 
-def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar):
+def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar,
+                 fast_compile=None):
     """The default driver: all chains vectorized (vmap), warm-up then sampling in chunks of compiled sweeps
-    with a progress bar between chunks. Returns (samples, stats, last_state), arrays (chain, draw, ...)."""
+    with a progress bar between chunks. ``fast_compile`` (None: by run length, ``FAST_COMPILE_BELOW``) compiles
+    without XLA's backend optimization. Returns (samples, stats, last_state), arrays (chain, draw, ...)."""
     from tqdm.auto import tqdm
-    states = _init_chains(jax.random.split(jax.random.PRNGKey(seed), num_chains), problem, config)
     total = num_warmup + num_samples * thinning
+    if fast_compile is None:
+        fast_compile = num_chains * total * problem.psi.shape[0] < FAST_COMPILE_BELOW
+    advance = _advance_fast_compile if fast_compile else _advance
+    states = _init_chains(jax.random.split(jax.random.PRNGKey(seed), num_chains), problem, config)
     bar = tqdm(total=total, desc="blocked Gibbs", disable=not progress_bar, leave=False)
     done = 0
     while done < num_warmup:
         n = min(CHUNK, num_warmup - done)
-        states, _ = _advance(states, problem, n, config, CHUNK, 1)
+        states, _ = advance(states, problem, n, config, CHUNK, 1)
         done += n
         bar.update(n)
     pieces = []
     remaining = num_samples
     while remaining > 0:
         n = min(CHUNK, remaining)
-        states, out = _advance(states, problem, n, config, CHUNK, thinning)
+        states, out = advance(states, problem, n, config, CHUNK, thinning)
         pieces.append(jax.tree_util.tree_map(lambda x: x[:, :n], jax.device_get(out)))
         remaining -= n
         bar.update(n * thinning)
@@ -317,7 +330,8 @@ def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, 
 
 
 def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar, chain_method,
-               store_z, z_sampler, method_name, unknown, driver="chunked", rescale=True) -> Fit:
+               store_z, z_sampler, method_name, unknown, driver="chunked", rescale=True,
+               fast_compile=None) -> Fit:
     if unknown:
         raise ValueError(f"{method_name}: unknown option(s) {', '.join(sorted(unknown))}")
     if driver not in ("chunked", "numpyro"):
@@ -332,7 +346,7 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     settings = dict(seed=seed, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
                     thinning=thinning, progress_bar=progress_bar)
     if driver == "chunked":
-        samples, stats, last_state = _run_chunked(problem, config, **settings)
+        samples, stats, last_state = _run_chunked(problem, config, fast_compile=fast_compile, **settings)
     else:
         samples, stats, last_state = _run_numpyro(problem, config, chain_method=chain_method, **settings)
     for name in ("beta", "delta2"):
@@ -399,27 +413,30 @@ def _register() -> None:
     def blocked_gibbs(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                       num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                       chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
-                      rescale: bool = True, **unknown: Any) -> Fit:
+                      rescale: bool = True, fast_compile: bool | None = None, **unknown: Any) -> Fit:
         """Blocked Gibbs (Listing 4.1) with kernel selection and the exact orthant-truncated Z sampler.
 
         ``driver="chunked"`` (default): vectorized chains in compiled chunks reused across fits of the same
         shapes; ``driver="numpyro"``: ``numpyro.infer.MCMC`` with ``chain_method`` (recompiles per call).
-        ``rescale=False`` drops the marginal-augmentation move and leaves exactly the thesis' sweep."""
+        ``rescale=False`` drops the marginal-augmentation move and leaves exactly the thesis' sweep;
+        ``fast_compile`` (None: automatic, short runs) compiles without XLA's backend optimization."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="exact",
-                          method_name="blocked_gibbs", unknown=unknown, driver=driver, rescale=rescale)
+                          method_name="blocked_gibbs", unknown=unknown, driver=driver, rescale=rescale,
+                          fast_compile=fast_compile)
 
     @register_method(ids, "blocked_gibbs_mh")
     def blocked_gibbs_mh(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                          num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                          chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
-                         rescale: bool = True, **unknown: Any) -> Fit:
+                         rescale: bool = True, fast_compile: bool | None = None, **unknown: Any) -> Fit:
         """Blocked Gibbs with the thesis' Metropolis Z samplers (independence MH / random walk), for comparison."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="mh",
-                          method_name="blocked_gibbs_mh", unknown=unknown, driver=driver, rescale=rescale)
+                          method_name="blocked_gibbs_mh", unknown=unknown, driver=driver, rescale=rescale,
+                          fast_compile=fast_compile)
 
 
 _register()
