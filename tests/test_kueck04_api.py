@@ -62,8 +62,10 @@ def test_hybrid_mh_sampler_and_nonconjugate_delta2_prior():
     d = embedded_cluster_data(n_groups=12, group_size=4, seed=1)
     spec = zoo.model("kueck04.hybrid", kernel="sigmoid", width=2.0, chi=10.0,
                      priors={"delta2": "HalfCauchy(10.0)"})
-    fit = zoo.fit(spec, d, method="blocked_gibbs_mh", seed=1, num_chains=1, num_warmup=100, num_samples=100,
-                  progress_bar=False, rescale=False)            # the thesis' sweep, without the rescaling move
+    fit = zoo.fit(spec, d, method="blocked_gibbs_mh", seed=1, num_chains=2, num_warmup=100, num_samples=100,
+                  progress_bar=False, rescale=False,            # the thesis' sweep, without the rescaling move
+                  chain_method="sequential")                    # chains one after the other (lax.map)
+    assert not np.allclose(fit.idata.posterior["delta2"].values[0], fit.idata.posterior["delta2"].values[1])
     ss = fit.idata.sample_stats
     assert 0 < float(ss["z_acceptance"].mean()) <= 1
     assert 0 < float(ss["delta2_acceptance"].mean()) < 1      # the random-walk fallback moved
@@ -97,6 +99,8 @@ def test_bad_input_raises_value_error_naming_the_field(ring):
     single = Bags(ring.X[:3], np.array([0, 0, 1]), group_labels=np.array(["mixed", "mixed"]))
     with pytest.raises(ValueError, match="group_labels"):
         zoo.fit(spec, single)
+    with pytest.raises(ValueError, match="chain_method"):
+        zoo.fit(spec, ring, chain_method="parallel")
     with pytest.raises(ValueError, match="unknown option"):
         zoo.fit(spec, ring, num_samplez=10)
     with pytest.raises(ValueError, match="tau"):
