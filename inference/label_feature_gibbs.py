@@ -39,6 +39,7 @@ from jax.scipy.special import betaln, gammaln, logsumexp
 from numpyro.infer.mcmc import MCMCKernel
 from tqdm.auto import tqdm
 
+from zoo._config import FAST_COMPILE_OPTIONS
 from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density,
                                          concept_niw_prior, gaussian_logpdf_masked, gaussian_loglik_suffstats,
                                          masked_cholesky, masked_matrix, niw_log_marginal, niw_posterior,
@@ -449,10 +450,9 @@ class LabelFeatureGibbs(MCMCKernel):
         return lambda z: z
 
 
-# XLA's backend optimization roughly halves the sweep's compile time when switched off (CVFS, two chains: about
-# 14 s -> 7 s on one CPU) and makes each sweep 1.5-4x slower: worth it only for short runs, where compilation is
-# most of the wall time. ``run_gibbs`` picks it below FAST_COMPILE_WORK chain-sweeps x units unless told.
-FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
+# FAST_COMPILE_OPTIONS (zoo._config) roughly halves the sweep's compile time (CVFS, two chains: about 14 s -> 7 s
+# on one CPU) and makes each sweep 1.5-4x slower: worth it only for short runs, where compilation is most of the
+# wall time. ``run_gibbs`` picks it below FAST_COMPILE_WORK chain-sweeps x units unless told.
 FAST_COMPILE_WORK = 250_000
 
 

@@ -19,6 +19,7 @@ import pytest
 from numpyro.infer import Predictive
 
 import zoo  # noqa: F401
+from zoo._config import FAST_COMPILE_OPTIONS
 from zoo.inference.mil_gibbs import MILConfig, MILProblem, init_mil_state, mil_gibbs_sweep, state_from_position
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import LABEL_FREE, gram_matrix, group_label_from_signs, kernel_mil_program
@@ -100,7 +101,7 @@ def _moved_by_sweeps(chi, n_sweeps: int):
         return state.position["gamma"], state.position["beta"], state.delta2, state.z
 
     # a short run on a tiny problem: compile without XLA's backend optimization (half the compile time)
-    return jax.jit(jax.vmap(transition), compiler_options={"xla_backend_optimization_level": 0})
+    return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
 
 
 def _setup_problem_for(chi):

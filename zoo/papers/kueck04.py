@@ -29,6 +29,7 @@ import numpyro.distributions as dist
 from jax.scipy.special import log_ndtr
 from numpyro.infer import MCMC
 
+from zoo._config import FAST_COMPILE_OPTIONS
 from zoo.data.containers import Bags
 from zoo.data import mil as _mil_data  # noqa: F401  (registers the loaders)
 from zoo.inference.mil_gibbs import (MILConfig, MILGibbs, MILHyper, MILProblem, init_mil_state, mil_gibbs_sweep,
@@ -252,10 +253,9 @@ def _dp_groups(prep: MILPrepared):
 
 #: draws per compiled chunk of the default driver (the progress bar moves between chunks)
 CHUNK = 100
-#: XLA without its backend optimization compiles the sweep in about half the time but runs it ~5x slower; the
+#: FAST_COMPILE_OPTIONS (zoo._config) compiles the sweep in about half the time but runs it ~5x slower; the
 #: driver picks it for short runs (chains x sweeps x instances below this), where compilation dominates
 FAST_COMPILE_BELOW = 500_000
-FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
 def _advance_fn(states, problem: MILProblem, n_run, config: MILConfig, chunk: int, thinning: int,
