@@ -18,7 +18,7 @@ normal. We draw s EXACTLY:
   (measurement, hybrid, constraints as w(k) in {0, 1}).
 
 Groups are padded to a common length n_max; ``valid`` marks real instances. Everything is in log space
-(log Phi by ``log_ndtr``), so |f| up to hundreds is fine. The forward pass also yields log p(observation_g | f),
+(log Phi by ``truncated_normal.log_ndtr_pair``), so |f| up to hundreds is fine. The forward pass also yields log p(observation_g | f),
 the group's log-likelihood (used for ``az.loo``).
 
 The thesis' Metropolis samplers (independence MH for constrained groups, random walk with step 2.4/sqrt(n_g)
@@ -31,15 +31,17 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.scipy.special import betaln, log_ndtr, logsumexp, xlogy
+from jax.scipy.special import betaln, logsumexp, xlogy
 
-from zoo.inference.truncated_normal import sample_orthant_normal
+from zoo.inference.truncated_normal import log_ndtr_pair, sample_orthant_normal
 
 __all__ = ["GroupLayout", "SignDraw", "constraint_flags", "measurement_log_weight", "count_constraint_log_weight",
            "sample_signs_constrained", "sample_signs_split", "sample_signs_by_count", "pattern_log_weight",
-           "mh_constrained_step", "mh_weighted_step", "group_signs_satisfy", "draw_z_given_signs"]
+           "mh_constrained_step", "mh_weighted_step", "group_signs_satisfy", "draw_z_given_signs",
+           "group_log_likelihood", "sign_marginals"]
 
 NEG_INF = -jnp.inf
+_FINITE_LOG_ZERO = -1e300
 
 
 class GroupLayout(NamedTuple):
@@ -101,8 +103,7 @@ def measurement_log_weight(fraction: jnp.ndarray, size: jnp.ndarray, chi: float,
 
 def _instance_log_probs(f: jnp.ndarray, layout: GroupLayout):
     """(G, n_max) log Phi(f_i), log Phi(-f_i) at the slots; padding contributes nothing (handled by ``valid``)."""
-    fg = f[layout.index]
-    return log_ndtr(fg), log_ndtr(-fg)
+    return log_ndtr_pair(f[layout.index])
 
 
 def _categorical(key, logits):
@@ -155,11 +156,10 @@ def sample_signs_split(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind
                     log_norm=log_norm.at[dp_groups].set(draw.log_norm))
 
 
-def _signs_constrained_from_log_probs(key, lp, lq, layout: GroupLayout, kind) -> SignDraw:
-    """Sequential exact draw: s_i | s_<i has odds Phi(f_i) R(after s_i = 1) : Phi(-f_i) R(after s_i = 0), where
-    R is the probability that the instances after i still meet the group's needs (``_log_supply``, from suffix
-    sums of log Phi(+-f)). Forbidden signs (pure groups) get log-probability -inf; the per-instance mass they
-    remove, r_i = log(Phi(f_i) [allowed] + Phi(-f_i) [allowed]), enters the group's log-likelihood."""
+def _constrained_terms(lp, lq, layout: GroupLayout, kind):
+    """Forbidden signs (pure groups) get log-probability -inf; the per-instance mass they remove,
+    r_i = log(Phi(f_i) [allowed] + Phi(-f_i) [allowed]), enters the group's log-likelihood. Returns the
+    renormalized (lp, lq), their exclusive suffix sums (rest_lp, rest_lq) and log p(observation_g | f) (G,)."""
     need_pos, need_neg, forbid_pos, forbid_neg = constraint_flags(kind)
     valid = layout.valid
     lp = jnp.where(forbid_pos[:, None], NEG_INF, lp)
@@ -174,6 +174,16 @@ def _signs_constrained_from_log_probs(key, lp, lq, layout: GroupLayout, kind) ->
     rest_lp = jnp.concatenate([incl_lp[:, 1:], pad], axis=1)
     rest_lq = jnp.concatenate([incl_lq[:, 1:], pad], axis=1)
     log_norm = jnp.sum(r, axis=1) + _log_supply(need_pos, need_neg, incl_lp[:, 0], incl_lq[:, 0])
+    return lp, lq, rest_lp, rest_lq, log_norm
+
+
+def _signs_constrained_from_log_probs(key, lp, lq, layout: GroupLayout, kind) -> SignDraw:
+    """Sequential exact draw: s_i | s_<i has odds Phi(f_i) R(after s_i = 1) : Phi(-f_i) R(after s_i = 0), where
+    R is the probability that the instances after i still meet the group's needs (``_log_supply``, from suffix
+    sums of log Phi(+-f)); see ``_constrained_terms`` for pure groups."""
+    need_pos, need_neg, _, _ = constraint_flags(kind)
+    valid = layout.valid
+    lp, lq, rest_lp, rest_lq, log_norm = _constrained_terms(lp, lq, layout, kind)
     log_u = jnp.log(jax.random.uniform(key, lp.T.shape, minval=jnp.finfo(lp.dtype).tiny))
 
     def step(carry, xs):
@@ -189,6 +199,61 @@ def _signs_constrained_from_log_probs(key, lp, lq, layout: GroupLayout, kind) ->
     return SignDraw(positive=signs.T, log_norm=log_norm)
 
 
+def _count_forward(lp, lq, valid, log_zero=NEG_INF):
+    """alpha_i(k) = log P(k positives among the first i slots), (G, n_max + 1) after all slots and before each.
+    ``log_zero``: the log of an impossible count; a finite stand-in (e.g. -1e300, exp of it is 0 all the same)
+    keeps reverse-mode derivatives finite (logaddexp(-inf, -inf) has a NaN derivative)."""
+    n_groups, n_max = lp.shape
+    alpha0 = jnp.full((n_groups, n_max + 1), log_zero).at[:, 0].set(0.0)
+
+    def shift(a):  # a(k - 1)
+        return jnp.concatenate([jnp.full((n_groups, 1), log_zero), a[:, :-1]], axis=1)
+
+    def forward(alpha, xs):
+        lp_i, lq_i, valid_i = xs
+        new = jnp.logaddexp(alpha + lq_i[:, None], shift(alpha) + lp_i[:, None])
+        return jnp.where(valid_i[:, None], new, alpha), alpha
+
+    return lax.scan(forward, alpha0, (lp.T, lq.T, valid.T))
+
+
+def _log_norm_from_log_probs(lp, lq, layout: GroupLayout, kind, log_weight):
+    """(G,) log p(observation_g | f) = log sum_s prod_i Phi(f_i)^s_i Phi(-f_i)^(1 - s_i) w_g(s), as a function of
+    the slot log-probabilities (lp, lq) taken as free variables (its gradient in lp is then P(s_i = 1 | obs))."""
+    if log_weight is None:
+        return _constrained_terms(lp, lq, layout, kind)[-1]
+    n_max = lp.shape[1]
+    alpha_n, _ = _count_forward(lp, lq, layout.valid, log_zero=_FINITE_LOG_ZERO)
+    return logsumexp(alpha_n + log_weight + count_constraint_log_weight(kind, layout.size, n_max), axis=1)
+
+
+def group_log_likelihood(f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray,
+                         log_weight: jnp.ndarray | None = None) -> jnp.ndarray:
+    """(G,) log p(observation_g | f) with Z integrated out (the samplers' ``SignDraw.log_norm`` without drawing):
+    constraint codes, plus the measurement weight over counts when ``log_weight`` (G, n_max + 1) is given."""
+    lp, lq = _instance_log_probs(f, layout)
+    return _log_norm_from_log_probs(lp, lq, layout, kind, log_weight)
+
+
+def sign_marginals(f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray, log_weight: jnp.ndarray | None = None):
+    """(log p(observation_g | f) (G,), P(z_i > 0 | f, observations) per slot (G, n_max), 0 on padding).
+
+    The marginal is the gradient of the log normalizer in the slot log-probabilities log Phi(f_i) (an
+    exponential-family identity), so one reverse pass through the same forward computation gives all of them."""
+    lp, lq = _instance_log_probs(f, layout)
+
+    def total(a):
+        groups = _log_norm_from_log_probs(a, lq, layout, kind, log_weight)
+        return jnp.sum(groups), groups
+
+    (_, groups), grad_lp = jax.value_and_grad(total, has_aux=True)(lp)
+    # pure groups are known exactly (and their gradient can be 0 * inf through the unused supply branches)
+    _, _, forbid_pos, forbid_neg = constraint_flags(kind)
+    share = jnp.where(jnp.isfinite(grad_lp), jnp.clip(grad_lp, 0.0, 1.0), 0.5)
+    share = jnp.where(forbid_pos[:, None], 0.0, jnp.where(forbid_neg[:, None], 1.0, share))
+    return groups, jnp.where(layout.valid, share, 0.0)
+
+
 def sample_signs_by_count(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, log_weight: jnp.ndarray) -> SignDraw:
     """Exact draw of every group's sign pattern with weight w_g(k) over the count k of positives.
 
@@ -198,17 +263,7 @@ def sample_signs_by_count(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, l
     """
     lp, lq = _instance_log_probs(f, layout)
     n_groups, n_max = lp.shape
-    alpha0 = jnp.full((n_groups, n_max + 1), NEG_INF).at[:, 0].set(0.0)
-
-    def shift(a):  # a(k - 1)
-        return jnp.concatenate([jnp.full((n_groups, 1), NEG_INF), a[:, :-1]], axis=1)
-
-    def forward(alpha, xs):
-        lp_i, lq_i, valid_i = xs
-        new = jnp.logaddexp(alpha + lq_i[:, None], shift(alpha) + lp_i[:, None])
-        return jnp.where(valid_i[:, None], new, alpha), alpha
-
-    alpha_n, alpha_before = lax.scan(forward, alpha0, (lp.T, lq.T, layout.valid.T))
+    alpha_n, alpha_before = _count_forward(lp, lq, layout.valid)
     end_logits = alpha_n + log_weight
     log_norm = logsumexp(end_logits, axis=1)
     key_end, key_back = jax.random.split(key)

@@ -16,9 +16,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.scipy.special import log_ndtr, ndtr, ndtri
+from jax.scipy.special import erfcx, log_ndtr, ndtr, ndtri
 
-__all__ = ["standard_normal_tail", "sample_orthant_normal", "orthant_normal_log_prob", "INVERSE_CDF_BELOW"]
+__all__ = ["standard_normal_tail", "sample_orthant_normal", "orthant_normal_log_prob", "INVERSE_CDF_BELOW",
+           "log_ndtr_pair", "probit_hazards"]
+
+_SQRT_HALF = 0.7071067811865476
+_LOG_SQRT_2PI = 0.9189385332046727
 
 #: Truncation points below this use the inverse CDF; at and above it, Robert's rejection sampler.
 INVERSE_CDF_BELOW = 0.6
@@ -85,3 +89,43 @@ def orthant_normal_log_prob(z: jnp.ndarray, loc: jnp.ndarray, positive: jnp.ndar
     log_mass = log_ndtr(sign * loc)  # P(s z > 0) = Phi(s loc)
     log_pdf = -0.5 * (z - loc) ** 2 - 0.5 * jnp.log(2 * jnp.pi)
     return jnp.where(on_side, log_pdf - log_mass, -jnp.inf)
+
+
+#: jax.scipy.special.erfcx (JAX 0.10.2, float64) returns 0 for arguments in [26.5433, 26.6417]; above this point
+#: ``_erfcx`` uses the asymptotic series instead (relative error < 2e-15 there)
+_ERFCX_SERIES_FROM = 26.0
+
+
+def _erfcx(t: jnp.ndarray) -> jnp.ndarray:
+    """erfcx(t) = exp(t^2) erfc(t) for t >= 0: JAX's below 26, the asymptotic series
+    1 / (t sqrt(pi)) sum_k (-1)^k (2k - 1)!! / (2 t^2)^k (k <= 6) from there on."""
+    body = erfcx(jnp.minimum(t, _ERFCX_SERIES_FROM))
+    ts = jnp.maximum(t, _ERFCX_SERIES_FROM)
+    v = 1.0 / (2.0 * ts * ts)
+    series = 1.0 + v * (-1.0 + v * (3.0 + v * (-15.0 + v * (105.0 + v * (-945.0 + v * 10395.0)))))
+    return jnp.where(t < _ERFCX_SERIES_FROM, body, series / (ts * jnp.sqrt(jnp.pi)))
+
+
+def log_ndtr_pair(x: jnp.ndarray):
+    """(log Phi(x), log Phi(-x)) elementwise, from one scaled complementary error function.
+
+    With a = |x|: Phi(-a) = erfcx(a / sqrt 2) exp(-a^2 / 2) / 2, so log Phi(-a) = log(erfcx / 2) - a^2 / 2 has no
+    underflow for any finite a, and log Phi(a) = log1p(-Phi(-a)) (Phi(-a) <= 1/2: no cancellation). About a
+    third of the cost of two ``log_ndtr`` calls; relative error ~1e-15 (tested against ``log_ndtr``)."""
+    a = jnp.abs(x)
+    log_lower = jnp.log(0.5 * _erfcx(a * _SQRT_HALF)) - 0.5 * a * a     # log Phi(-|x|)
+    log_upper = jnp.log1p(-jnp.exp(log_lower))                          # log Phi(|x|)
+    negative = x < 0
+    return jnp.where(negative, log_lower, log_upper), jnp.where(negative, log_upper, log_lower)
+
+
+def probit_hazards(x: jnp.ndarray, log_phi_pos: jnp.ndarray, log_phi_neg: jnp.ndarray):
+    """(lambda(x), lambda(-x)) with lambda(t) = phi(t) / Phi(t) = d log Phi(t) / dt (the inverse Mills ratio),
+    given log Phi(+-x) (``log_ndtr_pair``): exp(log phi - log Phi) on the side where Phi >= 1/2, and the
+    cancellation-free sqrt(2/pi) / erfcx(|x| / sqrt 2) on the far side (lambda(-a) ~ a for large a)."""
+    a = jnp.abs(x)
+    log_pdf = -0.5 * a * a - _LOG_SQRT_2PI
+    near = jnp.exp(log_pdf - jnp.where(x < 0, log_phi_neg, log_phi_pos))   # lambda(|x|)
+    far = jnp.sqrt(2.0 / jnp.pi) / _erfcx(a * _SQRT_HALF)                    # lambda(-|x|)
+    negative = x < 0
+    return jnp.where(negative, far, near), jnp.where(negative, near, far)

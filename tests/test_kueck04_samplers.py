@@ -11,9 +11,10 @@ from scipy import stats
 import zoo  # noqa: F401  (float64)
 from zoo.inference.kernel_selection import active_rows, kernel_selection_sweep, log_marginal_gamma
 from zoo.inference.linalg import active_set_from_mask, apply_birth, apply_death, birth_terms, dense_inverse
-from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, measurement_log_weight,
-                                           sample_signs_by_count, sample_signs_constrained)
-from zoo.inference.truncated_normal import sample_orthant_normal
+from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, group_log_likelihood,
+                                           measurement_log_weight, sample_signs_by_count, sample_signs_constrained,
+                                           sign_marginals)
+from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards, sample_orthant_normal
 
 MEANS = np.array([-40.0, -37.0, -30.0, -8.0, -1.0, -0.2, 0.0, 0.5, 3.0, 40.0])
 
@@ -117,6 +118,44 @@ def test_count_sign_sampler_matches_enumeration_with_measurement_weights():
     brute, norms = _brute(layout, kind, log_w)
     _check_frequencies(draws.positive, layout, brute, n_draws)
     np.testing.assert_allclose(np.asarray(draws.log_norm[0]), norms, rtol=1e-10)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_group_log_likelihood_and_sign_marginals_match_enumeration(weighted):
+    """log p(obs_g | f) with Z integrated out, and P(z_i > 0 | f, obs_g) (the gradient identity), for every
+    constraint code in every group size, with and without measurement weights: exact against all 2^n patterns."""
+    layout = _layout()
+    for kind in ((1, 3, 0), (3, 1, 2), (2, 0, 1), (4, 4, 3)):
+        kind = jnp.array(kind)
+        log_w = measurement_log_weight(jnp.array([0.4, 0.1, 0.9]), layout.size, 5.0, 6) if weighted else None
+        full_w = None if log_w is None else log_w + count_constraint_log_weight(kind, layout.size, 6)
+        brute, norms = _brute(layout, kind, full_w)
+        np.testing.assert_allclose(np.asarray(group_log_likelihood(F, layout, kind, log_w)), norms, rtol=1e-10,
+                                   atol=1e-12)
+        groups, share = sign_marginals(F, layout, kind, log_w)
+        np.testing.assert_allclose(np.asarray(groups), norms, rtol=1e-10, atol=1e-12)
+        for g, (pats, probs) in enumerate(brute):
+            n = pats.shape[1]
+            np.testing.assert_allclose(np.asarray(share[g, :n]), probs @ pats, atol=1e-10, err_msg=str((kind, g)))
+            assert np.all(np.asarray(share[g, n:]) == 0)
+
+
+def test_log_ndtr_pair_and_hazards_accurate_over_the_whole_line():
+    from scipy.special import log_ndtr as scipy_log_ndtr
+    from scipy.special import erfcx
+    x = np.r_[-np.logspace(-8, 4, 4000), 0.0, np.logspace(-8, 4, 4000), -26.6 * np.sqrt(2), 26.6 * np.sqrt(2)]
+    lp, lq = (np.asarray(v) for v in log_ndtr_pair(jnp.asarray(x)))
+    for got, ref in ((lp, scipy_log_ndtr(x)), (lq, scipy_log_ndtr(-x))):
+        assert np.all(np.isfinite(got))
+        # relative 2e-13: exp(log Phi(-a)) carries |log Phi(-a)| ulps of rounding (up to ~700 here)
+        assert np.all(np.abs(got - ref) <= 2e-13 * np.abs(ref) + 1e-300)
+    hp, hn = (np.asarray(v) for v in probit_hazards(jnp.asarray(x), jnp.asarray(lp), jnp.asarray(lq)))
+    # lambda(-a) = sqrt(2/pi) / erfcx(a / sqrt 2) exactly; lambda(t) = phi(t) / Phi(t) where Phi(t) >= 1/2
+    a = np.abs(x)
+    far = np.sqrt(2 / np.pi) / erfcx(a / np.sqrt(2))
+    near = np.exp(-0.5 * a * a - 0.5 * np.log(2 * np.pi) - scipy_log_ndtr(a))
+    np.testing.assert_allclose(np.where(x < 0, hp, hn), far, rtol=1e-13)
+    np.testing.assert_allclose(np.where(x < 0, hn, hp), near, rtol=1e-13, atol=1e-300)
 
 
 def _gram(n, seed, duplicate=True, spread=1.0):
