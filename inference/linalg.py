@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax.numpy as jnp
+from jax import lax
 
 __all__ = ["ActiveSet", "active_set_from_mask", "slot_mask", "birth_terms", "apply_birth", "apply_death",
-           "active_gram", "dense_inverse"]
+           "active_gram", "dense_inverse", "cholesky_lower", "solve_lower", "solve_lower_transpose"]
 
 
 class ActiveSet(NamedTuple):
@@ -103,3 +104,45 @@ def apply_death(aset: ActiveSet, slot: jnp.ndarray) -> ActiveSet:
     slot_of = aset.slot_of.at[members[slot]].set(slot).at[removed].set(-1)
     members = members.at[last].set(0)
     return ActiveSet(members=members, slot_of=slot_of, count=last, inverse=inv)
+
+
+# --- small dense factorizations in plain JAX ------------------------------------------------------------------
+# For the K_max x K_max systems of the collapsed beta move. Not jnp.linalg / jax.scipy.linalg: on the CPU those
+# are LAPACK custom calls that, batched under vmap (thousands of chains in the joint-distribution tests), split
+# the batch over the runtime's thread pool; two of them in flight at once deadlocked JAX 0.10.2 on 2 cores
+# (potrf and getrf both waiting in ParallelBatchMap). These loops compile to ordinary batched HLO.
+
+def cholesky_lower(a: jnp.ndarray) -> jnp.ndarray:
+    """(n, n) lower L with L L' = a, column by column (O(n^3)); NaN where a is not positive definite."""
+    n = a.shape[-1]
+    idx = jnp.arange(n)
+
+    def column(j, low):
+        s = a[:, j] - low @ low[j, :]            # low holds columns < j; row j of it: the L_jk, k < j
+        d = jnp.sqrt(s[j])
+        return low.at[:, j].set(jnp.where(idx >= j, s / d, 0.0))
+
+    return lax.fori_loop(0, n, column, jnp.zeros_like(a))
+
+
+def solve_lower(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """x with L x = b (forward substitution), b (n,)."""
+    b = jnp.asarray(b)
+    n = b.shape[0]
+
+    def step(i, x):
+        return x.at[i].set((b[i] - low[i] @ x) / low[i, i])     # x_k = 0 for k >= i still
+
+    return lax.fori_loop(0, n, step, jnp.zeros_like(b))
+
+
+def solve_lower_transpose(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """x with L' x = b (back substitution), b (n,)."""
+    b = jnp.asarray(b)
+    n = b.shape[0]
+
+    def step(t, x):
+        i = n - 1 - t
+        return x.at[i].set((b[i] - low[:, i] @ x) / low[i, i])  # x_k = 0 for k <= i still
+
+    return lax.fori_loop(0, n, step, jnp.zeros_like(b))

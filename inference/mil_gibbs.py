@@ -5,6 +5,8 @@ One sweep: {gamma, beta} then {delta2, Z}:
   beta  | gamma, delta2, Z                  ``draw_beta``
   (Z, beta) -> g (Z, beta)                 ``scale_move`` (marginal augmentation; not in the thesis, exact)
   delta2 | beta, gamma                      ``draw_delta2`` (or ``delta2_metropolis_step`` for other priors)
+  (beta, delta2) with Z integrated out      ``collapsed_beta.collapsed_beta_move`` (``beta_move="laplace"``;
+                                            not in the thesis, exact)
   Z | beta, gamma, group observations      exact sign-pattern sampler + truncated normals
                                             (``zoo.inference.orthant_sampler``), or the thesis' Metropolis steps.
 ``mil_gibbs_sweep`` is the pure (state, key) -> state step; ``MILGibbs`` is the thin MCMCKernel wrapper that
@@ -20,6 +22,8 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import identity, is_prng_key
 
+from zoo.inference.collapsed_beta import (AnchorCache, CollapsedData, chi_square_shapes, collapsed_beta_move,
+                                          empty_anchor, ensure_anchor)
 from zoo.inference.kernel_selection import (SelectionInfo, active_rows, delta2_metropolis_step,
                                             delta2_shape, draw_beta, draw_delta2, kernel_selection_sweep,
                                             prior_quadratic_form, scale_move, scale_move_shape)
@@ -81,6 +85,8 @@ class MILConfig(NamedTuple):
     store_z: bool = False
     update_gamma: bool = True          # False: the active set stays fixed (beta, delta2, Z moves only)
     rescale: bool = True               # the marginal-augmentation move (``kernel_selection.scale_move``)
+    beta_move: str = "gibbs"           # "laplace": add the Z-collapsed MH move of (beta, delta2) (collapsed_beta)
+    laplace_tries: int = 2             # its independence tries per sweep (besides the joint try)
 
 
 class MILState(NamedTuple):
@@ -97,6 +103,8 @@ class MILState(NamedTuple):
     delta2_acceptance: jnp.ndarray
     capacity_hits: jnp.ndarray
     log_likelihood: jnp.ndarray    # (G,) log p(observation_g | f)
+    anchor: AnchorCache            # beta_move="laplace": the Newton start of the current active set
+    beta_acceptance: jnp.ndarray   # beta_move="laplace": accepted / proposed collapsed tries in the last sweep
 
 
 def _psi_t(problem: "MILProblem") -> jnp.ndarray:
@@ -168,7 +176,8 @@ def _new_state(problem, config, key, aset, beta_active, delta2, z, loglik, **sta
     """A state with the derived fields (position, b_active) filled in; ``stats`` override the defaults."""
     zero = jnp.zeros(())
     fields = dict(gamma_acceptance=zero, z_acceptance=jnp.ones(()), delta2_acceptance=jnp.ones(()),
-                  capacity_hits=jnp.zeros((), jnp.int32))
+                  capacity_hits=jnp.zeros((), jnp.int32), beta_acceptance=zero,
+                  anchor=empty_anchor(config.capacity, problem.psi.dtype))
     fields.update(stats)
     return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
                     aset=aset, beta_active=beta_active, delta2=delta2, z=z,
@@ -227,7 +236,9 @@ def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6)
 def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> MILState:
     """One blocked Gibbs sweep (Listing 4.1): {gamma, beta} then {delta2, Z}, with the optional rescaling move
     (``config.rescale``) of (Z, beta) between the two blocks. Cost O(N K_max + changes x (N + K_max^2))."""
-    key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(state.rng_key, 6)   # k_scale: both Gamma draws
+    if config.beta_move not in ("gibbs", "laplace"):
+        raise ValueError(f"beta_move: {config.beta_move!r} is not 'gibbs' or 'laplace'")
+    key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(state.rng_key, 6)   # k_scale: the Gamma draws
     z = state.z
     hyper = _hyper(problem, config)
     if config.update_gamma:
@@ -243,8 +254,12 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
     beta_active = draw_beta(k_beta, aset, rows, b_active, state.delta2, _ridge(problem, config))
     f = beta_active @ rows                                            # Psi_a beta_a, (N,)
     quad = prior_quadratic_form(aset, problem.gram, beta_active)
-    # both Gamma(shape, 1) variates of the sweep in one call: [g^2 of the rescaling, 1 / delta2]
+    # the Gamma(shape, 1) variates of the sweep in one call (the Gamma sampler is costly to compile):
+    # [g^2 of the rescaling, 1 / delta2, (beta_move="laplace") the t proposals' chi-squares / 2]
     shapes = jnp.stack([scale_move_shape(z.shape[0], aset.count), delta2_shape(aset.count, hyper.delta2_alpha)])
+    laplace = config.beta_move == "laplace"
+    if laplace:
+        shapes = jnp.concatenate([shapes, chi_square_shapes(config.laplace_tries)])
     standard_gamma = jax.random.gamma(k_scale, shapes)
     if config.rescale:
         z, f, beta_active, quad = scale_move(standard_gamma[0], z, f, beta_active, quad, state.delta2)
@@ -253,6 +268,12 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
         d2_acc = jnp.ones(())
     else:
         delta2, d2_acc = delta2_metropolis_step(k_delta, state.delta2, aset.count, quad, config.delta2_log_prob)
+    anchor, beta_acc = state.anchor, jnp.zeros(())
+    if laplace:
+        k_collapsed = jax.random.fold_in(k_scale, 1)     # (the default sweep's random stream stays as it was)
+        beta_active, delta2, anchor, beta_acc = _collapsed_step(k_collapsed, beta_active, delta2, state.anchor, aset,
+                                                                rows, problem, config, hyper, standard_gamma[2:])
+        f = beta_active @ rows
     z, z_acc, loglik = z_update(k_z, problem, f, z, config.z_sampler)
     gamma_acc = sel.accepted.astype(jnp.float64) / jnp.maximum(sel.proposals, 1)
     return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
@@ -260,7 +281,25 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
                     b_active=rows @ z, rng_key=key, gamma_acceptance=gamma_acc,
                     n_active=aset.count, z_acceptance=jnp.asarray(z_acc, jnp.float64),
                     delta2_acceptance=jnp.asarray(d2_acc, jnp.float64), capacity_hits=sel.capacity_hits,
-                    log_likelihood=loglik)
+                    log_likelihood=loglik, anchor=anchor, beta_acceptance=beta_acc)
+
+
+def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, config, hyper, chi_square_gamma):
+    """The Z-collapsed move of (beta, delta2) (``collapsed_beta``), prior of delta2 as the sweep uses it.
+    Returns (beta_active, delta2, anchor cache, share of accepted tries)."""
+    data = CollapsedData(layout=problem.layout, kind=problem.kind, log_weight=problem.log_weight)
+    alpha0, beta0 = hyper.delta2_alpha, hyper.delta2_beta
+    if config.delta2_log_prob is None:
+        log_prior = lambda d2: -(alpha0 + 1.0) * jnp.log(d2) - beta0 / d2  # noqa: E731  IG(alpha0, beta0)
+    else:
+        log_prior = config.delta2_log_prob
+    anchor = ensure_anchor(anchor, aset, rows, active_gram(problem.gram, aset), data, alpha0, beta0)
+    # random-walk scale for log delta2 from the spread of its conditional, sd ~ (alpha0 + K/2)^(-1/2)
+    step = 2.0 / jnp.sqrt(alpha0 + 0.5 * aset.count)
+    beta_active, delta2, _, n_acc = collapsed_beta_move(key, beta_active, delta2, anchor.point, aset, rows,
+                                                        problem.gram, data, log_prior, step, chi_square_gamma,
+                                                        config.laplace_tries)
+    return beta_active, delta2, anchor, n_acc.astype(jnp.float64) / (1 + config.laplace_tries)
 
 
 class MILGibbs(MCMCKernel):
@@ -275,7 +314,7 @@ class MILGibbs(MCMCKernel):
 
     sample_field = "position"
     stat_fields = ("gamma_acceptance", "n_active", "z_acceptance", "delta2_acceptance", "capacity_hits",
-                   "log_likelihood")
+                   "beta_acceptance", "log_likelihood")
 
     def __init__(self, problem: MILProblem, config: MILConfig = MILConfig()):
         self.problem = problem

@@ -86,10 +86,10 @@ def _zscores(a, b, se_b=None):
 
 
 @functools.lru_cache(maxsize=None)
-def _moved_by_sweeps(chi, n_sweeps: int):
+def _moved_by_sweeps(chi, n_sweeps: int, beta_move: str = "gibbs"):
     """Compiled (vmapped) transition theta -> theta' by ``n_sweeps`` Gibbs sweeps at each draw's own data (label
     codes and fractions traced); one compilation per problem structure: measurement and hybrid share theirs."""
-    config = _setup("hybrid" if chi else "constraint")[6]
+    config = _setup("hybrid" if chi else "constraint")[6]._replace(beta_move=beta_move)
     problem_for = _setup_problem_for(chi)
 
     def transition(key, gamma, beta, delta2, z, label, fraction):
@@ -113,15 +113,18 @@ def _setup_problem_for(chi):
     return problem_for
 
 
-@pytest.mark.parametrize("variant", ["constraint", "measurement", "hybrid"])
-def test_gibbs_sweeps_leave_the_program_joint_invariant(variant):
+@pytest.mark.parametrize("variant, beta_move", [("constraint", "gibbs"), ("measurement", "gibbs"),
+                                               ("hybrid", "gibbs"), ("constraint", "laplace"),
+                                               ("hybrid", "laplace")])
+def test_gibbs_sweeps_leave_the_program_joint_invariant(variant, beta_move):
+    """beta_move="laplace" adds the Z-collapsed Metropolis-Hastings move of (beta, delta2) to every sweep."""
     psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws, n_sweeps = 6000, 4
     fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(0), **kwargs)
     label = fwd["group_label"]          # all LABEL_FREE (no constraint) under the measurement model
     fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
     # measurement and hybrid run the same compiled transition (count DP, labels traced: free = no constraint)
-    moved_by = _moved_by_sweeps(chi, n_sweeps)
+    moved_by = _moved_by_sweeps(chi, n_sweeps, beta_move)
     half = slice(n_draws, None)      # the reference half stays untouched; the other half is moved
     keys = jax.random.split(jax.random.PRNGKey(1), n_draws)
     g, b, d2, z = moved_by(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half], fwd["z"][half],
@@ -166,3 +169,60 @@ def test_geweke_successive_conditional_measurement_model():
     chain = _stats(gamma[keep].astype(float), beta[keep], delta2[keep], z[keep], psi, None, fraction[keep])
     zs = _zscores(forward, chain, se_b=_batch_means_se(chain))
     assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
+
+
+@functools.lru_cache(maxsize=None)
+def _moved_by_collapsed_move(chi, n_moves: int):
+    """Compiled (vmapped) transition by the Z-collapsed (beta, delta2) move alone (gamma fixed, Z not used)."""
+    from zoo.inference.collapsed_beta import chi_square_shapes
+    from zoo.inference.kernel_selection import active_rows
+    from zoo.inference.mil_gibbs import _collapsed_step, _hyper
+    config = _setup("hybrid" if chi else "constraint")[6]._replace(beta_move="laplace")
+    problem_for = _setup_problem_for(chi)
+
+    def transition(key, gamma, beta, delta2, z, label, fraction):
+        problem = problem_for(label, fraction)
+        k0, k1 = jax.random.split(key)
+        state = state_from_position(k0, problem, config, gamma, beta, delta2, z)
+        rows = active_rows(state.aset, problem.psi.T)
+
+        def move(i, carry):
+            beta_a, d2, anchor = carry
+            k_move, k_gamma = jax.random.split(jax.random.fold_in(k1, i))
+            chi2 = jax.random.gamma(k_gamma, chi_square_shapes(config.laplace_tries))
+            beta_a, d2, anchor, _ = _collapsed_step(k_move, beta_a, d2, anchor, state.aset, rows, problem, config,
+                                                    _hyper(problem, config), chi2)
+            return beta_a, d2, anchor
+
+        beta_a, d2, _ = jax.lax.fori_loop(0, n_moves, move, (state.beta_active, state.delta2, state.anchor))
+        dense = jnp.zeros_like(beta).at[jnp.where(jnp.arange(beta_a.shape[0]) < state.aset.count,
+                                                  state.aset.members, beta.shape[0])].set(beta_a, mode="drop")
+        return dense, d2
+
+    return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
+
+
+@pytest.mark.parametrize("variant", ["constraint", "hybrid"])
+def test_collapsed_beta_move_alone_leaves_the_program_joint_invariant(variant):
+    """The Z-collapsed Metropolis-Hastings move of (beta, delta2) by itself (gamma fixed, Z integrated out):
+    draws (theta, data) from the program, moved 3 times, must keep the joint law of (gamma, beta, delta2, data)."""
+    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
+    n_draws = 6000
+    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(5), **kwargs)
+    label = fwd["group_label"]
+    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
+    half, ref = slice(n_draws, None), slice(0, n_draws)
+    keys = jax.random.split(jax.random.PRNGKey(6), n_draws)
+    b, d2 = _moved_by_collapsed_move(chi, 3)(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half],
+                                             fwd["z"][half], label[half], fraction[half])
+    assert np.all(np.isfinite(np.asarray(b))) and np.all(np.asarray(d2) > 0)
+    z_ref = fwd["z"][ref]    # Z is not part of the move: its column is dropped below (f-based columns stay)
+    reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], z_ref, psi,
+                       label[ref] if has_labels else None, fraction[ref] if chi else None)
+    moved = _stats(fwd["gamma"][half].astype(float), b, d2, fwd["z"][half], psi,
+                   label[half] if has_labels else None, fraction[half] if chi else None)
+    keep = [0, 1, 2, 3, 8] + list(range(9, reference.shape[1]))     # gamma, log delta2, f_0, f_4, beta_1, data
+    zs = _zscores(reference[:, keep], moved[:, keep])
+    assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
+    # the move does move: most draws changed delta2
+    assert np.mean(np.asarray(d2) != np.asarray(fwd["delta2"][half])) > 0.3
