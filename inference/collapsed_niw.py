@@ -21,7 +21,9 @@ from jax.scipy.special import gammaln
 
 __all__ = ["ConceptPrior", "concept_niw_prior", "collapsed_concept_log_density", "NIWPrior", "NIWPosterior", "masked_matrix", "masked_cholesky", "log_multigamma_masked", "log_z",
            "niw_posterior", "niw_log_marginal", "gaussian_loglik_suffstats", "gaussian_logpdf_masked",
-           "sample_masked_inverse_wishart", "sample_niw_masked", "suffstats", "sample_gamma", "sample_beta"]
+           "sample_masked_inverse_wishart", "sample_niw_masked", "suffstats", "sample_gamma", "sample_beta",
+           "inverse_wishart_log_density", "niw_log_predictive",
+           "PredictiveCache", "predictive_cache", "cache_log_predictive", "cache_move", "shared_mask_log_density", "DeltaCollapsedTerms", "concept_delta_terms", "delta_collapsed_log_density", "delta_conditional"]
 
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
@@ -221,3 +223,171 @@ def collapsed_concept_log_density(cp: ConceptPrior, count, total, scatter, mask,
     cond = (gaussian_loglik_suffstats(count, total, scatter, delta, Omega, full)
             - gaussian_loglik_suffstats(count, total, scatter, delta, Omega, mask))
     return marg + cond
+
+
+# ------------------------------------------------------------------------------------- delta integrated out (CVFS)
+# Given Omega, each unit's factor phi(x_{M^c} | x_M; delta, Omega) of eq. 10 is Gaussian in delta:
+#   log phi = -(p - d)/2 log 2 pi - 1/2 log(|Omega| / |Omega_MM|) - 1/2 (x - delta)' Q (x - delta),
+#   Q = Omega^{-1} - pad(Omega_MM^{-1})  (the precision of the conditional, zero-padded; rank p - d),
+# and the prior delta | Omega ~ N(mu0, Omega / kappa0) is Gaussian too, so delta integrates out in closed form:
+# with Lambda = kappa0 Omega^{-1} + sum_k n_k Q_k and b = kappa0 Omega^{-1} mu0 + sum_k Q_k t_k,
+#   delta | M, Y, Omega, X ~ N(Lambda^{-1} b, Lambda^{-1}).
+
+
+class DeltaCollapsedTerms(NamedTuple):
+    """One concept's units with delta left symbolic: log density = const + delta' linear - delta' precision delta / 2.
+    const (): eq. 6 marginal + the conditionals' normalizers - tr(Q S)/2; precision (p, p) n Q; linear (p,) Q t."""
+    const: jnp.ndarray
+    precision: jnp.ndarray
+    linear: jnp.ndarray
+
+
+def concept_delta_terms(cp: ConceptPrior, count, total, scatter, mask, Omega, Omega_inv, logdet_Omega):
+    """DeltaCollapsedTerms of the units of one concept (mask = M_k); Omega_inv, logdet_Omega: of the full Omega."""
+    p = mask.shape[-1]
+    m = mask.astype(Omega.dtype)
+    d = m.sum()
+    marg = niw_log_marginal(concept_niw_prior(cp, mask), count, total, scatter, mask)
+    L = masked_cholesky(Omega, mask)
+    inv_mm = jax.scipy.linalg.cho_solve((L, True), jnp.eye(p, dtype=Omega.dtype)) * jnp.outer(m, m)
+    Q = Omega_inv - inv_mm
+    const = (marg - 0.5 * count * (p - d) * _LOG_2PI - 0.5 * count * (logdet_Omega - _logdet_from_chol(L))
+             - 0.5 * jnp.sum(Q * scatter))
+    return DeltaCollapsedTerms(const=const, precision=count * Q, linear=Q @ total)
+
+
+def _delta_posterior_parts(terms: DeltaCollapsedTerms, prior: NIWPrior, Omega_inv):
+    """Cholesky of Lambda and b (see the block comment above); ``terms`` stacked over concepts."""
+    lam = prior.rho0 * Omega_inv + terms.precision.sum(0)
+    b = prior.rho0 * Omega_inv @ prior.mu0 + terms.linear.sum(0)
+    return jnp.linalg.cholesky(0.5 * (lam + lam.T)), b
+
+
+def delta_collapsed_log_density(terms: DeltaCollapsedTerms, prior: NIWPrior, Omega_inv, logdet_Omega):
+    """log integral over delta of prod_k p(units of k | M_k, delta, Omega) N(delta; mu0, Omega / rho0) (eq. 10 with
+    the concept parameters and delta integrated out); ``prior`` = the NIW prior of (delta, Omega) (rho0 = kappa0)."""
+    p = Omega_inv.shape[-1]
+    L, b = _delta_posterior_parts(terms, prior, Omega_inv)
+    z = solve_triangular(L, b, lower=True)
+    return (terms.const.sum() - 0.5 * prior.rho0 * prior.mu0 @ Omega_inv @ prior.mu0 - 0.5 * logdet_Omega
+            + 0.5 * p * jnp.log(prior.rho0) + 0.5 * z @ z - 0.5 * _logdet_from_chol(L))
+
+
+def delta_conditional(terms: DeltaCollapsedTerms, prior: NIWPrior, Omega_inv):
+    """(mean (p,), lower Cholesky factor L of the precision Lambda): delta ~ N(mean, (L L')^{-1})."""
+    L, b = _delta_posterior_parts(terms, prior, Omega_inv)
+    return jax.scipy.linalg.cho_solve((L, True), b), L
+
+
+def inverse_wishart_log_density(Sigma, nu, S):
+    """log IW_nu(S^{-1}) density at Sigma (full dimension p): nu/2 log|S| - nu p/2 log 2 - log Gamma_p(nu/2)
+    - (nu + p + 1)/2 log|Sigma| - tr(S Sigma^{-1})/2."""
+    p = Sigma.shape[-1]
+    L = jnp.linalg.cholesky(Sigma)
+    trace = jnp.trace(jax.scipy.linalg.cho_solve((L, True), S))
+    return (0.5 * nu * jnp.linalg.slogdet(S)[1] - 0.5 * nu * p * jnp.log(2.0)
+            - log_multigamma_masked(0.5 * nu, p, p) - 0.5 * (nu + p + 1) * _logdet_from_chol(L) - 0.5 * trace)
+
+
+def shared_mask_log_density(cp: ConceptPrior, counts, totals, scatters, mask, delta, Omega):
+    """FS (one mask M for every concept, (delta, Omega) fixed): log p(X | Y, M) of eq. 10 up to a term constant in M
+    and Y. The conditional factors sum over all units whatever their labels, sum_k [log N_p - log N_d(x_M)] =
+    (constant) - sum_all log N_d(x_M; delta_M, Omega_MM), so one masked factor of Omega serves every concept, and
+    the prior's log Z(nu0, S0 = v d I) is closed-form: nu0 d/2 log(v d). All Cholesky factors in one batched call:
+    2 + K factorizations per evaluation instead of 4 (K + 1). counts (K+1,), totals (K+1, p), scatters (K+1, p, p).
+    """
+    p = mask.shape[-1]
+    m = mask.astype(Omega.dtype)
+    d = m.sum()
+    prior = concept_niw_prior(cp, mask)
+    post = jax.vmap(niw_posterior, in_axes=(None, 0, 0, 0))(prior, counts, totals, scatters)
+    n, t, S = counts.sum(), totals.sum(0), scatters.sum(0)
+    centred = S - jnp.outer(t, delta) - jnp.outer(delta, t) + n * jnp.outer(delta, delta)
+    mats = jnp.concatenate([post.S, Omega[None]], axis=0)
+    chol = jnp.linalg.cholesky(jax.vmap(masked_matrix, in_axes=(0, None))(mats, mask))
+    logdets = _logdet_from_chol(chol)
+    log_z_prior = 0.5 * prior.nu0 * d * jnp.log(cp.v_scale * jnp.maximum(d, 1.0)) - 0.5 * prior.nu0 * d * jnp.log(2.0) \
+        - log_multigamma_masked(0.5 * prior.nu0, d, p)
+    log_z_post = (0.5 * post.nu * logdets[:-1] - 0.5 * post.nu * d * jnp.log(2.0)
+                  - jax.vmap(log_multigamma_masked, in_axes=(0, None, None))(0.5 * post.nu, d, p))
+    marg = (log_z_prior - log_z_post - 0.5 * counts * d * _LOG_2PI - 0.5 * d * jnp.log(post.rho / prior.rho0)).sum()
+    L = chol[-1]
+    half = solve_triangular(L, centred * jnp.outer(m, m), lower=True)
+    trace = jnp.trace(solve_triangular(L, half.T, lower=True))
+    masked_loglik = -0.5 * n * d * _LOG_2PI - 0.5 * n * logdets[-1] - 0.5 * trace
+    return marg - masked_loglik
+
+
+def niw_log_predictive(prior: NIWPrior, count, total, scatter, mask, x):
+    """log f(x_M | the n vectors) = eq. 6 with x added minus eq. 6 without it: a multivariate t on x_M with
+    nu - d + 1 degrees of freedom, location the eq. 9 mean and shape S (rho + 1) / (rho (nu - d + 1)).
+    x: (p,) or (m, p) -> () or (m,)."""
+    post = niw_posterior(prior, count, total, scatter)
+    m = mask.astype(post.S.dtype)
+    d = m.sum()
+    df = post.nu - d + 1.0
+    factor = (post.rho + 1.0) / (post.rho * df)
+    L = masked_cholesky(post.S, mask)
+    resid = (jnp.atleast_2d(x) - post.mean) * m
+    q = jnp.sum(solve_triangular(L, resid.T, lower=True) ** 2, axis=0) / factor
+    logdet = _logdet_from_chol(L) + d * jnp.log(factor)
+    out = (gammaln(0.5 * (df + d)) - gammaln(0.5 * df) - 0.5 * d * jnp.log(df * jnp.pi) - 0.5 * logdet
+           - 0.5 * (df + d) * jnp.log1p(q / df))
+    return out if jnp.ndim(x) == 2 else out[0]
+
+
+# ------------------------------------------------------------------ predictives under one-unit moves (rank one)
+# Adding x to a concept's units changes its eq. 8-9 posterior by rho' = rho + 1, nu' = nu + 1,
+# mean' = (rho mean + x) / (rho + 1), S' = S + rho / (rho + 1) (x - mean)(x - mean)'; removing it (x among them)
+# S' = S - rho / (rho - 1) (x - mean)(x - mean)'. Sherman-Morrison and the determinant lemma then keep S_MM^{-1}
+# and log|S_MM| current in O(p^2) per move, with no factorization inside a sequential label scan.
+
+
+class PredictiveCache(NamedTuple):
+    """Posterior of C (concept, mask) pairs: nu (C,), rho (C,), mean (C, p), inv (C, p, p) = S_MM^{-1} zero-padded,
+    logdet (C,) = log|S_MM|, mask (C, p) bool."""
+    nu: jnp.ndarray
+    rho: jnp.ndarray
+    mean: jnp.ndarray
+    inv: jnp.ndarray
+    logdet: jnp.ndarray
+    mask: jnp.ndarray
+
+
+def predictive_cache(cp: ConceptPrior, counts, totals, scatters, masks) -> PredictiveCache:
+    """The cache of each concept's units (counts (C,), totals (C, p), scatters (C, p, p)) on its mask (C, p)."""
+    p = masks.shape[-1]
+    priors = jax.vmap(concept_niw_prior, in_axes=(None, 0))(cp, masks)
+    post = jax.vmap(niw_posterior)(priors, counts, totals, scatters)
+    L = jax.vmap(masked_cholesky)(post.S, masks)
+    m = masks.astype(post.S.dtype)
+    inv = jax.vmap(lambda l: jax.scipy.linalg.cho_solve((l, True), jnp.eye(p, dtype=l.dtype)))(L)
+    return PredictiveCache(post.nu, post.rho, post.mean, inv * m[:, :, None] * m[:, None, :], _logdet_from_chol(L),
+                           masks)
+
+
+def cache_log_predictive(cache: PredictiveCache, x) -> jnp.ndarray:
+    """(C,) ``niw_log_predictive`` of x (p,) under every entry of the cache."""
+    m = cache.mask.astype(cache.mean.dtype)
+    d = m.sum(-1)
+    df = cache.nu - d + 1.0
+    factor = (cache.rho + 1.0) / (cache.rho * df)
+    r = (x - cache.mean) * m
+    q = jnp.sum(cache.inv * r[:, :, None] * r[:, None, :], axis=(1, 2)) / factor   # elementwise: fuses on CPU
+    return (gammaln(0.5 * (df + d)) - gammaln(0.5 * df) - 0.5 * d * jnp.log(df * jnp.pi)
+            - 0.5 * (cache.logdet + d * jnp.log(factor)) - 0.5 * (df + d) * jnp.log1p(q / df))
+
+
+def cache_move(cache: PredictiveCache, x, index, sign) -> PredictiveCache:
+    """Add (sign +1) or remove (sign -1; x must be among their units) x (p,) to / from the entries ``index`` (m,)."""
+    sign = jnp.asarray(sign, cache.mean.dtype)
+    rho, mean, inv = cache.rho[index], cache.mean[index], cache.inv[index]
+    m = cache.mask[index].astype(mean.dtype)
+    r = (x - mean) * m
+    s = jnp.where(sign > 0, rho / (rho + 1.0), -rho / (rho - 1.0))
+    v = jnp.sum(inv * r[:, None, :], axis=-1)
+    denom = 1.0 + s * jnp.sum(r * v, -1)
+    return PredictiveCache(cache.nu.at[index].add(sign), cache.rho.at[index].add(sign),
+                           cache.mean.at[index].set((rho[:, None] * mean + sign * x) / (rho + sign)[:, None]),
+                           cache.inv.at[index].set(inv - (s / denom)[:, None, None] * v[:, :, None] * v[:, None, :]),
+                           cache.logdet.at[index].add(jnp.log(denom)), cache.mask)

@@ -40,13 +40,15 @@ from numpyro.infer.mcmc import MCMCKernel
 from tqdm.auto import tqdm
 
 from zoo._config import FAST_COMPILE_OPTIONS
-from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density,
-                                         concept_niw_prior, gaussian_logpdf_masked, gaussian_loglik_suffstats,
+from zoo.inference.collapsed_niw import (ConceptPrior, DeltaCollapsedTerms, NIWPrior, collapsed_concept_log_density,
+                                         concept_delta_terms, concept_niw_prior, delta_collapsed_log_density,
+                                         delta_conditional, inverse_wishart_log_density, niw_log_predictive,
+                                         shared_mask_log_density, predictive_cache, cache_log_predictive, cache_move, gaussian_logpdf_masked, gaussian_loglik_suffstats,
                                          masked_cholesky, masked_matrix, niw_log_marginal, niw_posterior,
                                          sample_beta, sample_masked_inverse_wishart, sample_niw_masked, suffstats)
 
 __all__ = ["RegionProblem", "BetaMixture", "GibbsState", "SweepInfo", "concept_suffstats", "concept_masks_of",
-           "feature_flip_step", "single_flip_step", "label_step", "alpha_step", "delta_omega_step", "gibbs_sweep", "init_state",
+           "feature_flip_step", "delta_collapsed_flip_step", "joint_flip_relabel_step", "single_flip_step", "label_step", "alpha_step", "omega_step", "delta_omega_step", "gibbs_sweep", "init_state",
            "LabelFeatureGibbs", "run_gibbs", "predictive_log_lik", "FAST_COMPILE_OPTIONS"]
 
 
@@ -66,7 +68,10 @@ class RegionProblem(NamedTuple):
     of the FS prior Pr(M_j = 1) = q; delta0 (p,), Omega0 (p, p): fixed (delta, Omega) (FULL/FS) or initial values;
     exact_delta_omega: True = MH-corrected step 4 (exact), False = the paper's plain conjugate draw (biased);
     flips_per_sweep: MH flips of each M_k per sweep (the paper: 1); systematic_scan: False = each flip takes a
-    uniformly random element (the paper), True = the elements in a fresh random order each sweep, cycled.
+    uniformly random element (the paper), True = the elements in a fresh random order each sweep, cycled;
+    omega_steps: Metropolis-Hastings steps of Omega with delta integrated out per sweep (CVFS, ``omega_step``;
+    0 = none); omega_dof: degrees of freedom of its inverse-Wishart random-walk proposal (larger = smaller steps);
+    joint_moves: joint moves of one indicator and the labels it affects per sweep (``joint_flip_relabel_step``).
     """
     X: jnp.ndarray
     allowed: jnp.ndarray
@@ -81,13 +86,18 @@ class RegionProblem(NamedTuple):
     exact_delta_omega: jnp.ndarray = True
     flips_per_sweep: jnp.ndarray = 1
     systematic_scan: jnp.ndarray = False
+    omega_steps: jnp.ndarray = 0
+    omega_dof: jnp.ndarray = 100.0
+    joint_moves: jnp.ndarray = 0
 
 
 class GibbsState(NamedTuple):
     """Y (n,) labels; M (K+1, p) bool inclusion of every concept (row 0 garbage); alpha (p,); delta (p,);
     Omega (p, p); label_proba (n, K+1) the last sweep's full conditionals; unit_loglik (n,) log p(x_ij | S_i,
     temporary parameters) for az.loo; proba_sum (n, K+1) and n_kept: running Rao-Blackwell sum after warm-up;
-    iteration; num_warmup (sweeps before accumulating); rng_key; z: the dict numpyro.infer.MCMC collects."""
+    iteration; num_warmup (sweeps before accumulating); rng_key; z: the dict numpyro.infer.MCMC collects;
+    joint_tries, joint_accepts (K+1, p): joint moves of each indicator tried / accepted during warm-up (they set the
+    indicator's selection weight, frozen after warm-up: ``joint_flip_relabel_step``)."""
     Y: jnp.ndarray
     M: jnp.ndarray
     alpha: jnp.ndarray
@@ -101,11 +111,15 @@ class GibbsState(NamedTuple):
     num_warmup: jnp.ndarray
     rng_key: jnp.ndarray
     z: dict
+    joint_tries: jnp.ndarray = 0.0
+    joint_accepts: jnp.ndarray = 0.0
 
 
 class SweepInfo(NamedTuple):
     accept_M: jnp.ndarray           # (K+1,) 1 where concept k's flip was accepted (FS: row 0 holds the shared one)
     accept_delta_Omega: jnp.ndarray  # () 1 where the (delta, Omega) proposal was accepted (CVFS)
+    accept_Omega: jnp.ndarray = 1.0  # () acceptance rate of the sweep's Omega random-walk steps (CVFS)
+    accept_joint: jnp.ndarray = 1.0  # () acceptance rate of the sweep's joint (indicator, labels) moves
 
 
 def concept_suffstats(X, Y, n_concepts):
@@ -141,14 +155,16 @@ def _rows_to_M(variant: str, F: jnp.ndarray, n_concepts: int) -> jnp.ndarray:
 def free_log_target(problem: RegionProblem, variant: str, stats, F, alpha, delta, Omega) -> jnp.ndarray:
     """log pi(M | Y, alpha, delta, Omega, X) up to a constant, one value per free row of ``F`` (eq. 10).
 
-    FS: (1,) the sum of the K+1 collapsed concept terms under the shared mask + logit(q) |M|. CVFS: (K+1,) each
+    FS: (1,) the sum of the K+1 collapsed concept terms under the shared mask + logit(q) |M| (up to a constant in
+    M and Y: ``shared_mask_log_density``). CVFS: (K+1,) each
     concept's collapsed term + sum_j M_kj logit(alpha_j) (the prior pi(M | alpha)); the rows are conditionally
     independent, so each can be flipped by its own Metropolis-Hastings test."""
     n_concepts = stats[0].shape[0]
+    if variant == "fs":   # one shared mask: the conditional factors pool over concepts (shared_mask_log_density)
+        return (shared_mask_log_density(problem.concept_prior, *stats, F[0], delta, Omega)
+                + problem.inclusion_logit * F[0].sum())[None]
     terms = _concept_terms(problem, stats, concept_masks_of(variant, _rows_to_M(variant, F, n_concepts)), delta,
                            Omega)
-    if variant == "fs":
-        return (terms.sum() + problem.inclusion_logit * F[0].sum())[None]
     return terms + F.astype(terms.dtype) @ (jnp.log(alpha) - jnp.log1p(-alpha))
 
 
@@ -212,6 +228,215 @@ def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, k
     if variant == "fs":
         accepted = jnp.zeros(n_concepts).at[0].set(accepted[0])
     return state._replace(M=_rows_to_M(variant, F, n_concepts)), accepted
+
+
+def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key):
+    """CVFS step 1, joint move of M and delta: Metropolized flips of the M_kj with delta integrated out of eq. 10
+    (``delta_collapsed_log_density``: given Omega, delta is Gaussian), then delta redrawn from its Gaussian
+    conditional given the new M. Each flip is an MH step on pi(M | Y, alpha, Omega, X) (delta marginalized), and the
+    final draw is an exact Gibbs draw from pi(delta | M, Y, Omega, X), so the composition leaves pi(M, delta | Y,
+    alpha, Omega, X) invariant (a partially collapsed sampler, van Dyk & Park 2008: the flips never condition on
+    delta, which is drawn right after them). Why: with delta held fixed, a feature relevant to every concept leaves
+    delta_j informed by the prior only; it drifts, and turning M_kj off then needs concept k's units to fit the
+    drifted N(delta, Omega) conditional: on the Sec. 6 data the fixed-delta flips were accepted 0.6 % of the time
+    and chains disagreed (r-hat up to 29). The rows are coupled through delta's posterior, so the flips are
+    sequential: for i < flips_per_sweep and each row k = 1..K in turn, column order[i mod p] (systematic) or a
+    uniform column (random). Returns (state, acceptance per row)."""
+    n_concepts, p = state.M.shape
+    n_flips = jnp.maximum(jnp.asarray(problem.flips_per_sweep), 1)
+    n_rows = n_concepts - 1
+    systematic = jnp.asarray(problem.systematic_scan)
+    count, total, scatter = concept_suffstats(problem.X, state.Y, n_concepts)
+    L_omega = jnp.linalg.cholesky(state.Omega)
+    Omega_inv = jax.scipy.linalg.cho_solve((L_omega, True), jnp.eye(p))
+    logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(L_omega)))
+    logit = jnp.log(state.alpha) - jnp.log1p(-state.alpha)
+    prior = problem.delta_omega_prior
+    k_perm, k_loop, k_delta = jax.random.split(key, 3)
+    order = jax.random.permutation(k_perm, p)
+
+    def log_target(M, terms):
+        return delta_collapsed_log_density(terms, prior, Omega_inv, logdet) + jnp.sum(jnp.where(M, logit, 0.0))
+
+    def body(t, carry):
+        # t < 0: fill concept t + K + 1's terms without a flip (one traced copy of the collapsed terms: compile time)
+        M, terms, current, accepted = carry
+        init = t < 0
+        k = jnp.where(init, t + n_concepts, 1 + jnp.maximum(t, 0) % n_rows)
+        i = jnp.maximum(t, 0) // n_rows
+        k_col, k_acc = jax.random.split(jax.random.fold_in(k_loop, t + n_concepts))
+        j = jnp.where(systematic, order[i % p], jax.random.randint(k_col, (), 0, p))
+        row = jnp.where(init, M[k], M[k].at[j].set(~M[k, j]))
+        new = concept_delta_terms(problem.concept_prior, count[k], total[k], scatter[k], row, state.Omega, Omega_inv,
+                                  logdet)
+        terms_new = jax.tree_util.tree_map(lambda a, b: a.at[k].set(b), terms, new)
+        M_new = M.at[k].set(row)
+        proposed = log_target(M_new, terms_new)
+        accept = init | (jnp.log(jax.random.uniform(k_acc)) < proposed - current)
+        pick = lambda a, b: jnp.where(accept, a, b)
+        return (pick(M_new, M), jax.tree_util.tree_map(pick, terms_new, terms), pick(proposed, current),
+                accepted.at[k].add(jnp.where(init, 0.0, accept.astype(jnp.float64))))
+
+    zero_terms = DeltaCollapsedTerms(jnp.zeros(n_concepts), jnp.zeros((n_concepts, p, p)), jnp.zeros((n_concepts, p)))
+    M, terms, _, accepted = jax.lax.fori_loop(-n_concepts, n_flips * n_rows, body,
+                                              (state.M, zero_terms, jnp.asarray(0.0), jnp.zeros(n_concepts)))
+    mean, L = delta_conditional(terms, prior, Omega_inv)
+    delta = mean + solve_triangular(L.T, jax.random.normal(k_delta, (p,)), lower=False)
+    return state._replace(M=M, delta=delta), accepted / n_flips
+
+
+def _omega_factors(Omega):
+    L = jnp.linalg.cholesky(Omega)
+    return jax.scipy.linalg.cho_solve((L, True), jnp.eye(Omega.shape[-1])), 2.0 * jnp.sum(jnp.log(jnp.diagonal(L)))
+
+
+def omega_log_target(problem: RegionProblem, stats, M, Omega):
+    """log pi(Omega | M, Y, X) up to a constant, delta integrated out: the IW prior of Omega times
+    ``delta_collapsed_log_density`` (which holds delta's prior N(mu0, Omega / kappa0))."""
+    Omega_inv, logdet = _omega_factors(Omega)
+    prior = problem.delta_omega_prior
+    terms = jax.vmap(concept_delta_terms, in_axes=(None, 0, 0, 0, 0, None, None, None))(
+        problem.concept_prior, *stats, M, Omega, Omega_inv, logdet)
+    return (inverse_wishart_log_density(Omega, prior.nu0, prior.S0)
+            + delta_collapsed_log_density(terms, prior, Omega_inv, logdet)), terms, Omega_inv
+
+
+def omega_step(problem: RegionProblem, state: GibbsState, key):
+    """CVFS, joint move of (delta, Omega): ``problem.omega_steps`` Metropolis-Hastings steps on pi(Omega | M, Y, X)
+    with delta integrated out (``omega_log_target``), each proposing Omega' ~ IW_nu(((nu - p - 1) Omega)^{-1})
+    (mean Omega, nu = ``problem.omega_dof``) with the reverse proposal density in the ratio; then delta from its
+    Gaussian conditional given (M, Y, Omega). Exact: MH on the delta-marginal followed by the conditional draw
+    leaves pi(delta, Omega | M, Y, X) invariant. Why: the data-augmentation step (eq. 11 + MH correction) is
+    accepted about 1 % of the time on the Sec. 6 data, and Omega then freezes the flips of M.
+    Returns (state, acceptance rate)."""
+    n_concepts, p = state.M.shape
+    stats = concept_suffstats(problem.X, state.Y, n_concepts)
+    nu = jnp.asarray(problem.omega_dof, jnp.float64)
+    c = nu - p - 1.0
+    k_loop, k_delta = jax.random.split(key)
+
+    def body(t, carry):
+        Omega, current, accepted = carry
+        k_prop, k_acc = jax.random.split(jax.random.fold_in(k_loop, t))
+        proposal = sample_masked_inverse_wishart(k_prop, nu, c * Omega, jnp.ones(p, bool))
+        proposal = 0.5 * (proposal + proposal.T)
+        proposed, _, _ = omega_log_target(problem, stats, state.M, proposal)
+        log_ratio = (proposed - current + inverse_wishart_log_density(Omega, nu, c * proposal)
+                     - inverse_wishart_log_density(proposal, nu, c * Omega))
+        accept = jnp.log(jax.random.uniform(k_acc)) < log_ratio
+        return (jnp.where(accept, proposal, Omega), jnp.where(accept, proposed, current),
+                accepted + accept.astype(jnp.float64))
+
+    n_steps = jnp.asarray(problem.omega_steps)
+    current, _, _ = omega_log_target(problem, stats, state.M, state.Omega)
+    Omega, _, accepted = jax.lax.fori_loop(0, n_steps, body, (state.Omega, current, jnp.asarray(0.0)))
+    _, terms, Omega_inv = omega_log_target(problem, stats, state.M, Omega)
+    mean, L = delta_conditional(terms, problem.delta_omega_prior, Omega_inv)
+    delta = mean + solve_triangular(L.T, jax.random.normal(k_delta, (p,)), lower=False)
+    return state._replace(delta=delta, Omega=Omega), accepted / jnp.maximum(n_steps, 1)
+
+
+def _unit_images(problem: RegionProblem, n: int) -> jnp.ndarray:
+    """(n,) the row of ``image_slots`` holding each unit."""
+    slots = problem.image_slots
+    rows = jnp.broadcast_to(jnp.arange(slots.shape[0])[:, None], slots.shape)
+    return jnp.zeros(n, int).at[jnp.where(slots >= 0, slots, n)].set(rows, mode="drop")
+
+
+def _conditional_terms(X, masks, delta, Omega):
+    """(n, K+1) log phi(x_{M_k^c} | x_{M_k}; delta, Omega) of every unit under every concept's mask (eq. 5)."""
+    p = X.shape[1]
+    base = gaussian_logpdf_masked(X, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
+    return jax.vmap(lambda m: base - gaussian_logpdf_masked(X, delta, masked_cholesky(Omega, m), m), out_axes=1)(masks)
+
+
+def _pick_indicator(variant: str, state: GibbsState, key):
+    """The indicator (row k, column j) of a joint move: drawn with weight (accepted + 1/2) / (tried + 1), the joint
+    moves' smoothed acceptance rate during warm-up (frozen afterwards, so the kernel is fixed and the choice does not
+    depend on the state: a symmetric proposal). FS: row 0 (the shared M); CVFS: rows 1..K."""
+    n_concepts, p = state.M.shape
+    rows = jnp.arange(n_concepts)[:, None]
+    movable = (rows == 0) if variant == "fs" else (rows > 0)
+    logw = jnp.where(movable, jnp.log(state.joint_accepts + 0.5) - jnp.log(state.joint_tries + 1.0), -jnp.inf)
+    flat = jax.random.categorical(key, logw.reshape(-1))
+    return flat // p, flat % p
+
+
+def _forced_units(problem: RegionProblem, n: int) -> jnp.ndarray:
+    """(n,) True where the label cannot change: a single allowed label, or an image of one segment with a keyword
+    (coverage puts that keyword on it)."""
+    image = _unit_images(problem, n)
+    segments = (problem.image_slots >= 0).sum(1)
+    one_keyword_segment = (segments[image] == 1) & problem.keyword_mask[image].any(-1)
+    return (problem.allowed.sum(-1) <= 1) | one_keyword_segment
+
+
+def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsState, key):
+    """Joint Metropolis-Hastings move of one indicator and the labels it affects (FS: M_j shared by all concepts,
+    every unit with a choice; CVFS: M_kj, the units whose S_i holds k), (mu, Sigma) integrated out, (alpha, delta,
+    Omega) fixed. Proposal: flip the indicator ``_pick_indicator`` draws (M -> M'), then visit the affected units u_1..u_m
+    in a random order and draw Y'_t from its collapsed full conditional under M' given o_t = (Y'_<t, Y_>t) (S_i and
+    the coverage constraint respected). The reverse move visits them in the reverse order under M, meeting the
+    same o_t, so with pi = eq. 10 the Hastings ratio telescopes:
+        pi(M', Y') q(Y | M, Y') / (pi(M, Y) q(Y' | M', Y)) = pi(M', Y) / pi(M, Y) prod_t p_M(Y_t | o_t) / p_M'(Y_t | o_t).
+    Why: given Y, an uncertain indicator's flip is nearly deterministic (its labels follow it: on the benchmark
+    problem fewer than 4 % of the flip conditionals lie in (0.05, 0.95)), so M and Y only move together.
+    Returns (state, accepted)."""
+    n, p = problem.X.shape
+    n_concepts = state.M.shape[0]
+    k_pick, k_order, k_loop, k_acc = jax.random.split(key, 4)
+    k, j = _pick_indicator(variant, state, k_pick)
+    if variant == "fs":
+        M_new = state.M.at[:, j].set(~state.M[0, j])
+    else:
+        M_new = state.M.at[k, j].set(~state.M[k, j])
+    masks_old, masks_new = concept_masks_of(variant, state.M), concept_masks_of(variant, M_new)
+    stats = concept_suffstats(problem.X, state.Y, n_concepts)
+    flip = (free_log_target(problem, variant, stats, _free_rows(variant, M_new), state.alpha, state.delta,
+                            state.Omega).sum()
+            - free_log_target(problem, variant, stats, _free_rows(variant, state.M), state.alpha, state.delta,
+                              state.Omega).sum())
+    if variant == "fs":   # the conditional factors do not depend on the label under one shared mask
+        cond_old = cond_new = jnp.zeros((n, n_concepts))
+    else:
+        cond_old = _conditional_terms(problem.X, masks_old, state.delta, state.Omega)
+        cond_new = cond_old.at[:, k].set(_conditional_terms(problem.X, masks_new[k][None], state.delta,
+                                                            state.Omega)[:, 0])
+    affected = ~_forced_units(problem, n) & (problem.allowed[:, k] | (variant == "fs"))
+    order = jnp.argsort(jnp.where(affected, jax.random.uniform(k_order, (n,)), 2.0))
+    image = _unit_images(problem, n)
+    counts = jnp.zeros((problem.image_slots.shape[0], n_concepts)).at[image].add(
+        jax.nn.one_hot(state.Y, n_concepts))
+    # entries 0..K: the concepts under M, K+1..2K+1: under M' (kept current by rank-one moves, see collapsed_niw)
+    both = lambda a: jnp.concatenate([a, a])
+    cache = predictive_cache(problem.concept_prior, *map(both, stats), jnp.concatenate([masks_old, masks_new]))
+
+    def body(t, carry):
+        Y, cache, counts, log_rev = carry
+        u = order[t]
+        x, c_old = problem.X[u], Y[u]
+        out = jax.nn.one_hot(c_old, n_concepts)
+        cache = cache_move(cache, x, jnp.stack([c_old, c_old + n_concepts]), -1.0)
+        others = counts[image[u]] - out
+        needed = problem.keyword_mask[image[u]] & (others < 0.5)   # keywords only this unit covers
+        allowed_now = jnp.where(needed.any(), needed, problem.allowed[u])
+        pred = cache_log_predictive(cache, x)
+        # log Pr(Y_u = c | o_t, M) and under M': eq. 6's predictive times the irrelevant features' conditional
+        lp_old = jax.nn.log_softmax(jnp.where(allowed_now, pred[:n_concepts] + cond_old[u], -jnp.inf))
+        lp_new = jax.nn.log_softmax(jnp.where(allowed_now, pred[n_concepts:] + cond_new[u], -jnp.inf))
+        y = jnp.argmax(lp_new + gumbel[t])          # Gumbel-max draw from lp_new (noise drawn outside the loop)
+        into = jax.nn.one_hot(y, n_concepts)
+        return (Y.at[u].set(y.astype(Y.dtype)), cache_move(cache, x, jnp.stack([y, y + n_concepts]), 1.0),
+                counts.at[image[u]].set(others + into), log_rev + lp_old[c_old] - lp_new[c_old])
+
+    gumbel = jax.random.gumbel(k_loop, (n, n_concepts))
+    Y_new, _, _, log_rev = jax.lax.fori_loop(0, affected.sum(), body, (state.Y, cache, counts, jnp.asarray(0.0)))
+    accept = jnp.log(jax.random.uniform(k_acc)) < flip + log_rev
+    warm = (state.iteration < state.num_warmup).astype(jnp.float64)
+    state = state._replace(joint_tries=state.joint_tries.at[k, j].add(warm),
+                           joint_accepts=state.joint_accepts.at[k, j].add(warm * accept))
+    return (state._replace(M=jnp.where(accept, M_new, state.M), Y=jnp.where(accept, Y_new, state.Y)),
+            accept.astype(jnp.float64))
 
 
 def single_flip_step(problem: RegionProblem, variant: str, state: GibbsState, key):
@@ -356,18 +581,31 @@ def _sample_iw_full(key, post):
 
 def gibbs_sweep(problem: RegionProblem, variant: str, state: GibbsState) -> GibbsState:
     """One full sweep (steps 1-4); accumulates the Rao-Blackwell label probabilities after warm-up."""
-    key, k_m, k_y, k_a, k_d = jax.random.split(state.rng_key, 5)
-    state, accept_m = feature_flip_step(problem, variant, state, k_m)
+    key, k_m, k_y, k_a, k_d, k_o, k_j = jax.random.split(state.rng_key, 7)
+    if variant == "cvfs":
+        state, accept_m = delta_collapsed_flip_step(problem, state, k_m)
+    else:
+        state, accept_m = feature_flip_step(problem, variant, state, k_m)
+    accept_j = jnp.asarray(1.0)
+    if variant != "full":
+        def joint(t, carry):
+            s, acc = carry
+            s, a = joint_flip_relabel_step(problem, variant, s, jax.random.fold_in(k_j, t))
+            return s, acc + a
+        n_joint = jnp.asarray(problem.joint_moves)
+        state, accept_j = jax.lax.fori_loop(0, n_joint, joint, (state, jnp.asarray(0.0)))
+        accept_j = accept_j / jnp.maximum(n_joint, 1)
     state, _ = label_step(problem, variant, state, k_y)
-    accept_do = jnp.asarray(1.0)
+    accept_do = accept_o = jnp.asarray(1.0)
     if variant == "cvfs":
         state, _ = alpha_step(problem, state, k_a)
+        state, accept_o = omega_step(problem, state, k_o)
         state, accept_do = delta_omega_step(problem, state, k_d)
     keep = state.iteration >= state.num_warmup
     proba_sum = state.proba_sum + jnp.where(keep, state.label_proba, 0.0)
     state = state._replace(proba_sum=proba_sum, n_kept=state.n_kept + keep, iteration=state.iteration + 1,
                            rng_key=key)
-    return state._replace(z=_collected(state, variant, SweepInfo(accept_m, accept_do)))
+    return state._replace(z=_collected(state, variant, SweepInfo(accept_m, accept_do, accept_o, accept_j)))
 
 
 def _collected(state: GibbsState, variant: str, info: SweepInfo | None) -> dict:
@@ -379,6 +617,8 @@ def _collected(state: GibbsState, variant: str, info: SweepInfo | None) -> dict:
     n_concepts = state.M.shape[0]
     out["accept_M"] = info.accept_M if info is not None else jnp.zeros(n_concepts)
     out["accept_delta_Omega"] = info.accept_delta_Omega if info is not None else jnp.asarray(1.0)
+    out["accept_Omega"] = jnp.asarray(info.accept_Omega if info is not None else 1.0, jnp.float64)
+    out["accept_joint"] = jnp.asarray(info.accept_joint if info is not None else 1.0, jnp.float64)
     return out
 
 
@@ -417,7 +657,8 @@ def init_state(problem: RegionProblem, variant: str, key, num_warmup=0) -> Gibbs
     zeros = jnp.zeros((n, n_concepts))
     state = GibbsState(Y=Y, M=M, alpha=alpha, delta=problem.delta0, Omega=problem.Omega0, label_proba=zeros,
                        unit_loglik=jnp.zeros(n), proba_sum=zeros, n_kept=jnp.asarray(0), iteration=jnp.asarray(0),
-                       num_warmup=jnp.asarray(num_warmup), rng_key=key, z={})
+                       num_warmup=jnp.asarray(num_warmup), rng_key=key, z={},
+                       joint_tries=jnp.zeros((n_concepts, p)), joint_accepts=jnp.zeros((n_concepts, p)))
     return state._replace(z=_collected(state, variant, None))
 
 
@@ -514,11 +755,9 @@ def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2,
 
 
 def predictive_log_lik(problem: RegionProblem, variant: str, Y, M, delta, Omega, X_new):
-    """(m, K+1) log p(x_new | Y=k, training units, M, delta, Omega) with (mu_k, Sigma_k) integrated out.
-
-    The eq. 6 ratio with and without the new unit is a multivariate t on x_M (df nu - d + 1, location the eq. 9
-    mean, shape S (rho + 1) / (rho (nu - d + 1))), times the N(delta, Omega) conditional of x_{M^c} given x_M.
-    """
+    """(m, K+1) log p(x_new | Y=k, training units, M, delta, Omega) with (mu_k, Sigma_k) integrated out: the eq. 6
+    ratio with and without the new unit (``niw_log_predictive``, a multivariate t on x_M), times the N(delta, Omega)
+    conditional of x_{M^c} given x_M."""
     n_concepts = M.shape[0]
     masks = concept_masks_of(variant, M)
     count, total, scatter = concept_suffstats(problem.X, Y, n_concepts)
@@ -526,17 +765,7 @@ def predictive_log_lik(problem: RegionProblem, variant: str, Y, M, delta, Omega,
     base = gaussian_logpdf_masked(X_new, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
 
     def concept(c, t, s, m):
-        post = niw_posterior(concept_niw_prior(problem.concept_prior, m), c, t, s)
-        d = m.astype(X_new.dtype).sum()
-        df = post.nu - d + 1.0
-        factor = (post.rho + 1.0) / (post.rho * df)
-        L = masked_cholesky(post.S, m)
-        resid = (X_new - post.mean) * m.astype(X_new.dtype)
-        q = jnp.sum(solve_triangular(L, resid.T, lower=True) ** 2, axis=0) / factor
-        logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(L))) + d * jnp.log(factor)
-        log_t = (gammaln(0.5 * (df + d)) - gammaln(0.5 * df) - 0.5 * d * jnp.log(df * jnp.pi) - 0.5 * logdet
-                 - 0.5 * (df + d) * jnp.log1p(q / df))
-        cond = base - gaussian_logpdf_masked(X_new, delta, masked_cholesky(Omega, m), m)
-        return log_t + cond
+        log_t = niw_log_predictive(concept_niw_prior(problem.concept_prior, m), c, t, s, m, X_new)
+        return log_t + base - gaussian_logpdf_masked(X_new, delta, masked_cholesky(Omega, m), m)
 
     return jax.vmap(concept, out_axes=1)(count, total, scatter, masks)

@@ -197,8 +197,11 @@ def _successive_scan(problem, state, X, keys):
 
 
 def _successive_chain(key, start, n_iter):
-    # the default systematic scan, cycling past p (P + 1 flips per sweep)
-    problem = _problem(start["X"])._replace(flips_per_sweep=jnp.asarray(P + 1), systematic_scan=jnp.asarray(True))
+    # the default sweep: systematic scan cycling past p (P + 1 flips per sweep, delta integrated out), a joint
+    # (indicator, labels) move, Omega random-walk steps (delta integrated out), and the eq. 11 step
+    problem = _problem(start["X"])._replace(flips_per_sweep=jnp.asarray(P + 1), systematic_scan=jnp.asarray(True),
+                                            joint_moves=jnp.asarray(1), omega_steps=jnp.asarray(2),
+                                            omega_dof=jnp.asarray(2.0 * 4 + P + 1))
     state = _init_state(problem, variant="cvfs", key=key)
     state = state._replace(Y=jnp.asarray(start["Y"]), M=jnp.concatenate([jnp.zeros((1, P), bool),
                                                                           jnp.asarray(start["M"], bool)]),

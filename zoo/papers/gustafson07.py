@@ -173,11 +173,21 @@ def _inclusion_logit(prior) -> float:
 
 
 def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, flips_per_sweep: int | None = None,
-                   flip_scan: str = "systematic") -> RegionProblem:
+                   flip_scan: str = "systematic", joint_moves: int | None = None, omega_steps: int | None = None,
+                   omega_dof: float | None = None) -> RegionProblem:
     """The sampler's RegionProblem for a spec and standardized arrays (FS: (delta, Omega) = sample mean and
-    covariance, Sec. 4; CVFS: their starting values). flip_scan / flips_per_sweep: see ``_collapsed_gibbs``."""
+    covariance, Sec. 4; CVFS: their starting values). flip_scan, flips_per_sweep, joint_moves, omega_steps,
+    omega_dof: see ``_collapsed_gibbs`` (None = the defaults there)."""
     if flip_scan not in ("systematic", "random"):
         raise ValueError(f"flip_scan: expected 'systematic' or 'random', got {flip_scan!r}")
+    n_units = arrays.X.shape[0]
+    joint_moves = JOINT_MOVES if joint_moves is None else joint_moves
+    omega_steps = OMEGA_STEPS if omega_steps is None else omega_steps
+    omega_dof = 2.0 * n_units + arrays.X.shape[1] + 1.0 if omega_dof is None else omega_dof
+    if (isinstance(omega_dof, bool) or not isinstance(omega_dof, (int, float, np.integer, np.floating))
+            or not np.isfinite(omega_dof) or not omega_dof > arrays.X.shape[1] + 1):
+        raise ValueError(f"omega_dof: the inverse-Wishart proposal needs more than p + 1 = {arrays.X.shape[1] + 1} "
+                         f"degrees of freedom, got {omega_dof!r}")
     o = spec.options
     variant = o["variant"]
     X = arrays.X
@@ -198,7 +208,8 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
                                    mu0=jnp.zeros(p)),
         alpha_prior=alpha, inclusion_logit=jnp.asarray(logit), delta0=jnp.asarray(delta0), Omega0=jnp.asarray(Omega0),
         exact_delta_omega=jnp.asarray(bool(exact_delta_omega)), flips_per_sweep=jnp.asarray(int(flips_per_sweep)),
-        systematic_scan=jnp.asarray(flip_scan == "systematic"))
+        systematic_scan=jnp.asarray(flip_scan == "systematic"), joint_moves=jnp.asarray(int(joint_moves)),
+        omega_steps=jnp.asarray(int(omega_steps)), omega_dof=jnp.asarray(float(omega_dof)))
 
 
 def _int_option(name, value, minimum):
@@ -207,12 +218,15 @@ def _int_option(name, value, minimum):
     return int(value)
 
 
-_MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to this many numbers
+_MAX_STORED_PROBA = 2.0e7
+JOINT_MOVES = 2    # joint (indicator, labels) moves per sweep (FS, CVFS)
+OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)   # label_proba draws are kept in the posterior up to this many numbers
 
 
 def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup: int = 200, num_samples: int = 1000,
                      thinning: int = 1, keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
-                     flip_scan: str = "systematic", flips_per_sweep: int | None = None, progress_bar: bool = True,
+                     flip_scan: str = "systematic", flips_per_sweep: int | None = None, joint_moves: int | None = None,
+                     omega_steps: int | None = None, omega_dof: float | None = None, progress_bar: bool = True,
                      **unknown) -> Fit:
     """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega)).
 
@@ -224,12 +238,18 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     flips_per_sweep: flips of each M_k per sweep (default: p for "systematic", 1 for "random" as in the paper).
     The default departs from the paper's one flip per sweep: given the labels, a flip of an uncertain indicator is
     rarely accepted, and one random flip per sweep leaves those indicators frozen for thousands of sweeps
-    (zoo.experiments.gustafson07.bench_cvfs measures both)."""
+    (zoo.experiments.gustafson07.bench_cvfs measures both).
+    joint_moves (FS, CVFS; default JOINT_MOVES = 2): joint moves per sweep of one indicator and the labels it
+    affects (an exact Metropolis-Hastings move with a sequential collapsed label proposal, not in the paper: given
+    the labels an uncertain indicator's flip is nearly deterministic); 0 = none.
+    omega_steps (CVFS; default OMEGA_STEPS = 5): Metropolis-Hastings steps of Omega with delta integrated out
+    (inverse-Wishart random walk with omega_dof degrees of freedom, default 2 n + p + 1), each sweep; then delta
+    from its Gaussian conditional. With the default, the CVFS flips of M also integrate delta out (not in the
+    paper; exact). Both because the eq. 11 step alone is accepted about 1 % of the time and froze M on Sec. 6."""
     if unknown:
         raise ValueError(f"collapsed_gibbs: unknown option(s) {', '.join(sorted(unknown))}; options: num_chains, "
                          f"num_warmup, num_samples, thinning, keep_label_proba, delta_omega_update, flip_scan, "
-                         f"flips_per_sweep, "
-                         f"progress_bar")
+                         f"flips_per_sweep, joint_moves, omega_steps, omega_dof, progress_bar")
     if delta_omega_update not in ("exact", "paper"):
         raise ValueError(f"delta_omega_update: expected 'exact' or 'paper', got {delta_omega_update!r}")
     variant = spec.options["variant"]
@@ -239,15 +259,18 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     thinning = _int_option("thinning", thinning, 1)
     if flips_per_sweep is not None:
         flips_per_sweep = _int_option("flips_per_sweep", flips_per_sweep, 1)
+    joint_moves = None if joint_moves is None else _int_option("joint_moves", joint_moves, 0)
+    omega_steps = None if omega_steps is None else _int_option("omega_steps", omega_steps, 0)
     data = _check_regions(data, variant)
     arrays = region_arrays(data)
     problem = region_problem(spec, arrays, exact_delta_omega=delta_omega_update == "exact",
-                             flips_per_sweep=flips_per_sweep, flip_scan=flip_scan)
+                             flips_per_sweep=flips_per_sweep, flip_scan=flip_scan, joint_moves=joint_moves,
+                             omega_steps=omega_steps, omega_dof=omega_dof)
     n, n_concepts = arrays.allowed.shape
     kept_draws = -(-num_samples // thinning)
     if keep_label_proba is None:
         keep_label_proba = num_chains * kept_draws * n * n_concepts <= _MAX_STORED_PROBA
-    names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega"]
+    names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega", "accept_joint", "accept_Omega"]
     names += ["alpha", "delta", "Omega"] if variant == "cvfs" else []
     names += ["label_proba"] if keep_label_proba else []
     draws, last = run_gibbs(problem, variant, jax.random.PRNGKey(seed), num_chains=num_chains,
@@ -284,9 +307,12 @@ def _to_idata(draws, variant, data, arrays, rb):
     stats = {}
     if variant == "fs":
         stats["accept_M"] = draws["accept_M"][..., 0]
+        stats["accept_joint"] = draws["accept_joint"]
     elif variant == "cvfs":
         stats["accept_M"] = draws["accept_M"][..., 1:]
         stats["accept_delta_Omega"] = draws["accept_delta_Omega"]
+        stats["accept_joint"] = draws["accept_joint"]
+        stats["accept_Omega"] = draws["accept_Omega"]
         dims["accept_M"] = ["keyword"]
     coords = {"region": np.arange(arrays.X.shape[0]), "concept": [GARBAGE] + vocab, "keyword": vocab,
               "feature": [f"x{j}" for j in range(p)], "feature_": [f"x{j}" for j in range(p)]}

@@ -1,0 +1,179 @@
+"""Gustafson et al. 2007: the moves added to the paper's sweep, each against brute force on a problem small enough
+to enumerate or integrate numerically:
+
+- ``delta_collapsed_flip_step`` (CVFS flips of M with delta integrated out, then delta redrawn): the chain's
+  (M_1, M_2) frequencies and delta moments against pi(M, delta | Y, alpha, Omega) by enumeration of M and grid
+  quadrature over delta, from the program's collapsed density (which knows nothing of the delta algebra);
+- ``omega_step`` (Omega random walk with delta integrated out, then delta redrawn) against importance sampling of
+  the prior with the program-side likelihood;
+- ``joint_flip_relabel_step`` (an indicator and the labels it affects): (Y, M) frequencies against the enumerated
+  posterior, FS and CVFS (non-uniform indicator weights, delta and Omega away from (0, I)).
+The full sweep with all of them is in the Geweke test of test_gustafson07_gibbs.py.
+"""
+import itertools
+
+import zoo  # noqa: F401  (float64)
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.stats import multivariate_normal
+
+from test_gustafson07_gibbs import (ALLOWED, IMAGE_INDEX, KEYWORDS, P, X_TINY, _batch_se, _enumerate_fs,
+                                    _init_state, _problem, fast_jit)
+from zoo.inference.label_feature_gibbs import (delta_collapsed_flip_step, joint_flip_relabel_step, omega_step)
+from zoo.models.feature_selection import collapsed_log_density, concept_masks, coverage_ok
+
+Y_FIXED = np.array([1, 0, 2, 2])
+ALPHA = np.array([0.3, 0.8])
+OMEGA = np.array([[1.3, 0.5], [0.5, 0.9]])
+DELTA = np.array([0.2, -0.1])
+KAPPA0 = 1.0     # _problem's NIW prior of (delta, Omega): delta | Omega ~ N(0, Omega / 1)
+
+
+def _tv(freq, exact):
+    return 0.5 * np.abs(freq - exact).sum()
+
+
+def _m_states():
+    return [np.array(s).reshape(2, P) for s in itertools.product([False, True], repeat=2 * P)]
+
+
+def _exact_m_delta(X, Y, alpha, Omega, half_width=7.0, n_grid=301):
+    """pi(M | Y, alpha, Omega) (16 values of the two keyword rows) and E(delta | Y, alpha, Omega): delta integrated
+    on a grid of +-half_width prior standard deviations with the program's collapsed density (delta held fixed)."""
+    sd = np.sqrt(np.diag(Omega) / KAPPA0)
+    axes = [np.linspace(-half_width * s, half_width * s, n_grid) for s in sd]
+    grid = jnp.asarray(np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, P))
+    states = _m_states()
+    prior_m = np.array([np.sum(np.where(M, np.log(alpha), np.log1p(-alpha))) for M in states])
+
+    @fast_jit
+    def log_joint(M):
+        masks = concept_masks("cvfs", M, 3, P)
+        return jax.vmap(lambda d: collapsed_log_density(jnp.asarray(Y), masks, d, jnp.asarray(Omega), jnp.asarray(X))
+                        + multivariate_normal.logpdf(d, jnp.zeros(P), jnp.asarray(Omega) / KAPPA0))(grid)
+
+    logs = np.stack([np.asarray(log_joint(jnp.asarray(M))) for M in states]) + prior_m[:, None]
+    w = np.exp(logs - logs.max())
+    prob_m = w.sum(1) / w.sum()
+    mean_delta = (w.sum(0) @ np.asarray(grid)) / w.sum()
+    return states, prob_m, mean_delta
+
+
+@fast_jit
+def _flip_chain(problem, state, keys):
+    def body(s, k):
+        s, _ = delta_collapsed_flip_step(problem, s, k)
+        return s, (s.M[1:].reshape(-1), s.delta)
+    return jax.lax.scan(body, state, keys)[1]
+
+
+def test_delta_collapsed_flips_leave_the_enumerated_posterior_invariant():
+    """(M, delta) | Y, alpha, Omega: the chain's M frequencies (systematic and random scan) and the mean of delta
+    against enumeration x quadrature. The fixed-delta conditional (the flip of the paper) differs from this target,
+    so a ratio that forgot to integrate delta out would be seen."""
+    states, exact, mean_delta = _exact_m_delta(X_TINY, Y_FIXED, ALPHA, OMEGA)
+    index = {tuple(M.reshape(-1)): i for i, M in enumerate(states)}
+    problem = _problem(X_TINY)._replace(flips_per_sweep=jnp.asarray(3))
+    state = _init_state(problem, variant="cvfs", key=jax.random.PRNGKey(0))._replace(
+        Y=jnp.asarray(Y_FIXED), alpha=jnp.asarray(ALPHA), delta=jnp.asarray(DELTA), Omega=jnp.asarray(OMEGA))
+    for systematic in (True, False):
+        pr = problem._replace(systematic_scan=jnp.asarray(systematic))
+        M, delta = map(np.asarray, _flip_chain(pr, state, jax.random.split(jax.random.PRNGKey(3), 20000)))
+        freq = np.bincount([index[tuple(m)] for m in M.astype(bool)], minlength=len(states)) / len(M)
+        assert _tv(freq, exact) < 0.03, (systematic, np.round(freq - exact, 3))
+        z = (delta.mean(0) - mean_delta) / _batch_se(delta)
+        assert np.all(np.abs(z) < 4.5), (systematic, z)
+    assert _tv(exact, np.full(len(states), 1 / len(states))) > 0.2
+
+
+def test_omega_step_targets_the_conditional_of_delta_and_omega():
+    """Omega random walk (delta integrated out) + delta draw, every unit in concept 1 (M_1 = (1, 0)): chain
+    averages of (delta, log diag Omega, corr) against importance sampling of the NIW prior with the program's
+    collapsed likelihood (eq. 10 given delta, Omega)."""
+    from scipy import stats
+    rng = np.random.default_rng(0)
+    n = 30
+    X = rng.normal(size=(n, P)) @ np.array([[1.0, 0.0], [1.6, 1.2]]).T + np.array([0.5, -1.0])
+    problem = _problem(X)._replace(allowed=jnp.ones((n, 3), bool), keyword_mask=jnp.zeros((1, 3), bool),
+                                   image_slots=jnp.arange(n)[None, :], omega_steps=jnp.asarray(3),
+                                   omega_dof=jnp.asarray(2.0 * n + P + 1))
+    M = jnp.array([[False, False], [True, False], [False, False]])
+    state = _init_state(problem, variant="cvfs", key=jax.random.PRNGKey(0))._replace(Y=jnp.ones(n, int), M=M)
+
+    @fast_jit
+    def chain(state, keys):
+        def body(s, k):
+            s, acc = omega_step(problem, s, k)
+            return s, (s.delta, s.Omega, acc)
+        return jax.lax.scan(body, state, keys)[1]
+
+    d, O, acc = map(np.asarray, chain(state, jax.random.split(jax.random.PRNGKey(5), 8000)))
+    assert 0.05 < acc.mean() < 0.95
+    f = lambda d, O: np.stack([d[:, 0], d[:, 1], np.log(O[:, 0, 0]), np.log(O[:, 1, 1]),
+                               O[:, 0, 1] / np.sqrt(O[:, 0, 0] * O[:, 1, 1])], 1)
+    g = f(d[400:], O[400:])
+    N = 100_000
+    Om = stats.invwishart.rvs(df=P + 2, scale=np.eye(P), size=N, random_state=rng)
+    de = np.einsum("nij,nj->ni", np.linalg.cholesky(Om), rng.normal(size=(N, P))) / np.sqrt(KAPPA0)
+    lik = fast_jit(jax.vmap(lambda dd, oo: collapsed_log_density(jnp.ones(n, int), concept_masks("cvfs", M[1:], 3, P),
+                                                                 dd, oo, jnp.asarray(X))))
+    logw = np.asarray(lik(jnp.asarray(de), jnp.asarray(Om)))
+    w = np.exp(logw - logw.max())
+    w /= w.sum()
+    fi = f(de, Om)
+    is_mean = w @ fi
+    is_se = np.sqrt(w ** 2 @ (fi - is_mean) ** 2)
+    z = (g.mean(0) - is_mean) / np.sqrt(_batch_se(g, 40) ** 2 + is_se ** 2)
+    assert np.all(np.abs(z) < 4.0), np.round(z, 2)
+
+
+def _exact_cvfs_joint(X, alpha, delta, Omega):
+    """pi(Y, M | alpha, delta, Omega, X) of CVFS over every label vector (S_i, coverage) and the 16 M values."""
+    per_unit = [np.nonzero(a)[0] for a in ALLOWED]
+    labels = [np.array(Y) for Y in itertools.product(*per_unit)
+              if bool(coverage_ok(jnp.asarray(Y), jnp.asarray(IMAGE_INDEX), jnp.asarray(KEYWORDS)))]
+    states = [(tuple(Y), tuple(M.reshape(-1))) for Y in labels for M in _m_states()]
+    Ys = jnp.asarray(np.array([y for y, _ in states]))
+    Ms = jnp.asarray(np.array([m for _, m in states]).reshape(-1, 2, P))
+    lik = fast_jit(jax.vmap(lambda y, m: collapsed_log_density(y, concept_masks("cvfs", m, 3, P), jnp.asarray(delta),
+                                                                jnp.asarray(Omega), jnp.asarray(X))))(Ys, Ms)
+    prior = np.sum(np.where(np.asarray(Ms), np.log(alpha), np.log1p(-alpha)), axis=(1, 2))
+    logp = np.asarray(lik) + prior
+    prob = np.exp(logp - logp.max())
+    return states, prob / prob.sum()
+
+
+def _run_joint(variant, problem, state, n):
+    @fast_jit
+    def chain(state, keys):
+        def body(s, k):
+            s, acc = joint_flip_relabel_step(problem, variant, s, k)
+            return s, (s.Y, s.M, acc)
+        return jax.lax.scan(body, state, keys)[1]
+    return map(np.asarray, chain(state, jax.random.split(jax.random.PRNGKey(11), n)))
+
+
+def test_joint_flip_relabel_move_leaves_the_enumerated_posterior_invariant():
+    """The joint (indicator, labels) move alone: (Y, M) frequencies against enumeration. FS with (delta, Omega) =
+    (0, I); CVFS with alpha, delta, Omega away from symmetry and unequal indicator weights (as after warm-up)."""
+    states, exact = _enumerate_fs(X_TINY)
+    index = {s: i for i, s in enumerate(states)}
+    problem = _problem(X_TINY)
+    state = _init_state(problem, variant="fs", key=jax.random.PRNGKey(0))
+    Y, M, acc = _run_joint("fs", problem, state, 30000)
+    freq = np.bincount([index[(tuple(y), tuple(m))] for y, m in zip(Y, M[:, 0].astype(bool))],
+                       minlength=len(states)) / len(Y)
+    assert _tv(freq, exact) < 0.04 and 0.05 < acc.mean() < 0.95, (_tv(freq, exact), acc.mean())
+
+    states, exact = _exact_cvfs_joint(X_TINY, ALPHA, DELTA, OMEGA)
+    index = {s: i for i, s in enumerate(states)}
+    state = _init_state(problem, variant="cvfs", key=jax.random.PRNGKey(0))._replace(
+        alpha=jnp.asarray(ALPHA), delta=jnp.asarray(DELTA), Omega=jnp.asarray(OMEGA),
+        joint_tries=jnp.ones((3, P)) * 4.0, joint_accepts=jnp.array([[0.0, 0.0], [3.0, 0.0], [1.0, 2.0]]))
+    Y, M, acc = _run_joint("cvfs", problem, state, 40000)
+    freq = np.bincount([index[(tuple(y), tuple(m))] for y, m in zip(Y, M[:, 1:].reshape(len(M), -1).astype(bool))],
+                       minlength=len(states)) / len(Y)
+    assert _tv(freq, exact) < 0.05, (_tv(freq, exact), np.round(freq - exact, 3))
+    assert np.all(M[:, 0] == 0)            # the garbage row never moves
