@@ -39,7 +39,8 @@ from jax import lax
 
 from zoo.inference.linalg import (ActiveSet, active_gram, cholesky_lower, slot_mask, solve_lower,
                                   solve_lower_transpose)
-from zoo.inference.orthant_sampler import GroupLayout, group_log_likelihood, sign_marginals
+from zoo.inference.orthant_sampler import (GroupLayout, group_log_likelihood_from_log_probs,
+                                           sign_marginals_from_log_probs)
 from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards
 
 __all__ = ["LaplaceFit", "AnchorCache", "empty_anchor", "ensure_anchor", "laplace_fit", "collapsed_beta_move",
@@ -51,13 +52,17 @@ ANCHOR_STEPS = 12
 #: degrees of freedom of the multivariate t proposal (heavier tails than the Laplace normal: the posterior of
 #: beta is skewed along nearly separating directions)
 T_DOF = 8.0
+JOINT_TRY = True
 
 
 class CollapsedData(NamedTuple):
-    """What the collapsed likelihood needs: groups, constraint codes, measurement weights (or None)."""
+    """What the collapsed likelihood needs: groups, constraint codes, measurement weights (or None), and
+    dp_groups (G_dp,) int: the groups whose signs are not known from their label (``mil_gibbs.mixed_groups``);
+    the others are pure and cost one log Phi per instance. None: every group goes through the general code."""
     layout: GroupLayout
     kind: jnp.ndarray
     log_weight: Optional[jnp.ndarray]
+    dp_groups: Optional[jnp.ndarray] = None
 
 
 class LaplaceFit(NamedTuple):
@@ -83,14 +88,51 @@ def _scatter_slots(values: jnp.ndarray, layout: GroupLayout, n: int) -> jnp.ndar
     return jnp.zeros(n, values.dtype).at[flat].set(values.ravel(), mode="drop")
 
 
+def _sub_layout(layout: GroupLayout, groups) -> GroupLayout:
+    return GroupLayout(index=layout.index[groups], valid=layout.valid[groups], size=layout.size[groups])
+
+
+def _collapsed_terms(f: jnp.ndarray, data: CollapsedData, marginals: bool):
+    """(log p(obs_g | f) (G,), P(z_i > 0 | f, obs) (N,) or None, log Phi(f) (N,), log Phi(-f) (N,)).
+
+    Pure groups (known signs) directly; the others through the orthant sampler's forward pass (its gradient
+    gives the sign marginals when ``marginals``)."""
+    layout = data.layout
+    lp, lq = log_ndtr_pair(f)
+    lp_s, lq_s = lp[layout.index], lq[layout.index]
+    general = data.log_weight is not None or data.dp_groups is None
+    if general:
+        if marginals:
+            groups, share = sign_marginals_from_log_probs(lp_s, lq_s, layout, data.kind, data.log_weight)
+        else:
+            groups = group_log_likelihood_from_log_probs(lp_s, lq_s, layout, data.kind, data.log_weight)
+    else:
+        positive_group = (data.kind == 2)[:, None]
+        groups = jnp.sum(jnp.where(layout.valid, jnp.where(positive_group, lp_s, lq_s), 0.0), axis=1)
+        share = jnp.where(layout.valid & positive_group, 1.0, 0.0)
+        dp = data.dp_groups
+        if dp.shape[0] > 0:
+            sub = _sub_layout(layout, dp)
+            if marginals:
+                g_dp, s_dp = sign_marginals_from_log_probs(lp_s[dp], lq_s[dp], sub, data.kind[dp])
+                share = share.at[dp].set(s_dp)
+            else:
+                g_dp = group_log_likelihood_from_log_probs(lp_s[dp], lq_s[dp], sub, data.kind[dp])
+            groups = groups.at[dp].set(g_dp)
+    pi = _scatter_slots(share, layout, f.shape[0]) if marginals else None
+    return groups, pi, lp, lq
+
+
+def _group_log_likelihood(f: jnp.ndarray, data: CollapsedData) -> jnp.ndarray:
+    return _collapsed_terms(f, data, marginals=False)[0]
+
+
 def _score_and_curvature(f: jnp.ndarray, data: CollapsedData):
     """(g, w), both (N,): g_i = d/df_i sum_g log p(obs_g | f) = pi_i lambda(f_i) - (1 - pi_i) lambda(-f_i) with
     pi_i = P(z_i > 0 | f, obs); w_i = pi_i c(f_i) + (1 - pi_i) c(-f_i), c(t) = lambda(t) (lambda(t) + t) in (0, 1)
     the curvature of -log Phi(t): the expected curvature over the signs (the observed one minus the variance of
     the score; positive, and exact when the signs are known)."""
-    _, share = sign_marginals(f, data.layout, data.kind, data.log_weight)
-    pi = _scatter_slots(share, data.layout, f.shape[0])
-    lp, lq = log_ndtr_pair(f)
+    _, pi, lp, lq = _collapsed_terms(f, data, marginals=True)
     h_pos, h_neg = probit_hazards(f, lp, lq)
     g = pi * h_pos - (1.0 - pi) * h_neg
     w = pi * h_pos * (h_pos + f) + (1.0 - pi) * h_neg * (h_neg - f)
@@ -103,24 +145,26 @@ def _precision(rows, w, gram_a, mask, delta2):
 
 
 def _newton(start, rows, gram_a, mask, data: CollapsedData, delta2_of: Callable, n_steps: int):
-    """``n_steps`` Newton steps on log p(obs | Psi_a beta) - beta' A_aa beta / (2 delta2), delta2 = delta2_of(beta)
-    (a constant, or the EM weight of the delta2-marginal for the anchor)."""
-    def step(_, beta):
+    """``n_steps`` (>= 1) Newton steps on log p(obs | Psi_a beta) - beta' A_aa beta / (2 delta2), delta2 =
+    delta2_of(beta) (a constant, or the EM weight of the delta2-marginal for the anchor). Returns (point,
+    Cholesky factor of the precision at the last step's start: the proposal's, saving one evaluation)."""
+    def step(_, carry):
+        beta, _ = carry
         delta2 = delta2_of(beta)
         g, w = _score_and_curvature(beta @ rows, data)
         grad = rows @ g - gram_a @ beta / delta2
         chol = cholesky_lower(_precision(rows, w, gram_a, mask, delta2))
-        move = solve_lower_transpose(chol, solve_lower(chol, grad))
-        new = jnp.where(mask, beta + move, 0.0)
-        return jnp.where(jnp.all(jnp.isfinite(new)), new, beta)     # a failed step leaves the point alone
-    return lax.fori_loop(0, n_steps, step, start)
+        new = jnp.where(mask, beta + solve_lower_transpose(chol, solve_lower(chol, grad)), 0.0)
+        ok = jnp.all(jnp.isfinite(new)) & jnp.all(jnp.isfinite(chol))
+        # a failed step (non-finite) leaves the point alone
+        return jnp.where(ok, new, beta), jnp.where(ok, chol, jnp.eye(chol.shape[0], dtype=chol.dtype))
+    return lax.fori_loop(0, n_steps, step, (start, jnp.eye(start.shape[0], dtype=start.dtype)))
 
 
 def laplace_fit(anchor: jnp.ndarray, rows, gram_a, mask, data: CollapsedData, delta2) -> LaplaceFit:
-    """The proposal centre and precision at delta2: ``NEWTON_STEPS`` Newton steps from the anchor."""
-    mean = _newton(anchor, rows, gram_a, mask, data, lambda b: delta2, NEWTON_STEPS)
-    _, w = _score_and_curvature(mean @ rows, data)
-    chol = cholesky_lower(_precision(rows, w, gram_a, mask, delta2))
+    """The proposal at delta2: ``NEWTON_STEPS`` Newton steps from the anchor; the precision is the one of the
+    last step (at the point before it: any deterministic choice keeps the move exact)."""
+    mean, chol = _newton(anchor, rows, gram_a, mask, data, lambda b: delta2, NEWTON_STEPS)
     return LaplaceFit(mean=mean, chol=chol, log_det_half=jnp.sum(jnp.log(jnp.diag(chol))))
 
 
@@ -136,7 +180,7 @@ def ensure_anchor(cache: AnchorCache, aset: ActiveSet, rows, gram_a, data: Colla
 
     def rebuild(c):
         em_delta2 = lambda b: (beta0 + 0.5 * b @ gram_a @ b) / (alpha0 + 0.5 * k)  # noqa: E731
-        point = _newton(jnp.zeros_like(c.point), rows, gram_a, mask, data, em_delta2, ANCHOR_STEPS)
+        point, _ = _newton(jnp.zeros_like(c.point), rows, gram_a, mask, data, em_delta2, ANCHOR_STEPS)
         return AnchorCache(point=point, members=aset.members.astype(c.members.dtype),
                            count=aset.count.astype(c.count.dtype))
 
@@ -177,7 +221,7 @@ def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet,
     mask = slot_mask(aset)
     k = aset.count.astype(beta.dtype)
     gram_a = active_gram(gram, aset)
-    loglik_groups = lambda b: group_log_likelihood(b @ rows, data.layout, data.kind, data.log_weight)  # noqa: E731
+    loglik_groups = lambda b: _group_log_likelihood(b @ rows, data)  # noqa: E731
     target = lambda b, ld2, groups: log_target(jnp.sum(groups), b @ gram_a @ b, ld2, k,  # noqa: E731
                                                delta2_log_prior)
     keys = jax.random.split(key, 3 + 2 * tries)
@@ -191,6 +235,8 @@ def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet,
         return jnp.log(jax.random.uniform(key)) < jnp.where(jnp.isnan(log_ratio), -jnp.inf, log_ratio)
 
     # joint try: random walk on log delta2, beta from the proposal at the new delta2
+    if not JOINT_TRY:
+        log_delta2_step = 0.0
     log_d2_new = log_d2 + log_delta2_step * jax.random.normal(keys[0])
     fit_new = laplace_fit(anchor, rows, gram_a, mask, data, jnp.exp(log_d2_new))
     beta_new = _t_draw(jax.random.normal(keys[1], beta.shape), chi_square_gamma[0], fit_new, mask)

@@ -235,7 +235,10 @@ def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6)
 
 def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> MILState:
     """One blocked Gibbs sweep (Listing 4.1): {gamma, beta} then {delta2, Z}, with the optional rescaling move
-    (``config.rescale``) of (Z, beta) between the two blocks. Cost O(N K_max + changes x (N + K_max^2))."""
+    (``config.rescale``) of (Z, beta) between the two blocks and the optional Z-collapsed move of (beta, delta2)
+    (``config.beta_move="laplace"``) before Z. Cost O(N K_max + changes x (N + K_max^2)), plus
+    O(N K_max^2) for the collapsed move. With a fixed active set (``update_gamma=False``) and the collapsed
+    move, Z is integrated out altogether: delta2 | beta and the collapsed move only (Z | beta if stored)."""
     if config.beta_move not in ("gibbs", "laplace"):
         raise ValueError(f"beta_move: {config.beta_move!r} is not 'gibbs' or 'laplace'")
     key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(state.rng_key, 6)   # k_scale: the Gamma draws
@@ -251,17 +254,23 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
         sel = SelectionInfo(proposals=zero, accepted=zero, capacity_hits=zero)
     aset = refresh_if_inaccurate(aset, problem.gram)
     rows = active_rows(aset, _psi_t(problem))                         # (K_max, N): one row gather per sweep
-    beta_active = draw_beta(k_beta, aset, rows, b_active, state.delta2, _ridge(problem, config))
+    laplace = config.beta_move == "laplace"
+    # fixed active set with the collapsed move: Z is needed by nothing (no gamma moves), so it is integrated out
+    # throughout: no data augmentation (beta | Z, rescaling); Z | beta drawn only when it is stored
+    collapsed_only = laplace and not config.update_gamma
+    if collapsed_only:
+        beta_active = state.beta_active
+    else:
+        beta_active = draw_beta(k_beta, aset, rows, b_active, state.delta2, _ridge(problem, config))
     f = beta_active @ rows                                            # Psi_a beta_a, (N,)
     quad = prior_quadratic_form(aset, problem.gram, beta_active)
     # the Gamma(shape, 1) variates of the sweep in one call (the Gamma sampler is costly to compile):
     # [g^2 of the rescaling, 1 / delta2, (beta_move="laplace") the t proposals' chi-squares / 2]
     shapes = jnp.stack([scale_move_shape(z.shape[0], aset.count), delta2_shape(aset.count, hyper.delta2_alpha)])
-    laplace = config.beta_move == "laplace"
     if laplace:
         shapes = jnp.concatenate([shapes, chi_square_shapes(config.laplace_tries)])
     standard_gamma = jax.random.gamma(k_scale, shapes)
-    if config.rescale:
+    if config.rescale and not collapsed_only:
         z, f, beta_active, quad = scale_move(standard_gamma[0], z, f, beta_active, quad, state.delta2)
     if config.delta2_log_prob is None:
         delta2 = draw_delta2(standard_gamma[1], quad, hyper.delta2_beta)
@@ -271,10 +280,13 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
     anchor, beta_acc = state.anchor, jnp.zeros(())
     if laplace:
         k_collapsed = jax.random.fold_in(k_scale, 1)     # (the default sweep's random stream stays as it was)
-        beta_active, delta2, anchor, beta_acc = _collapsed_step(k_collapsed, beta_active, delta2, state.anchor, aset,
-                                                                rows, problem, config, hyper, standard_gamma[2:])
+        beta_active, delta2, anchor, beta_acc, loglik = _collapsed_step(
+            k_collapsed, beta_active, delta2, state.anchor, aset, rows, problem, config, hyper, standard_gamma[2:])
         f = beta_active @ rows
-    z, z_acc, loglik = z_update(k_z, problem, f, z, config.z_sampler)
+    if collapsed_only and not config.store_z:
+        z_acc = jnp.ones(())
+    else:
+        z, z_acc, loglik = z_update(k_z, problem, f, z, config.z_sampler)
     gamma_acc = sel.accepted.astype(jnp.float64) / jnp.maximum(sel.proposals, 1)
     return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
                     aset=aset, beta_active=beta_active, delta2=delta2, z=z,
@@ -286,8 +298,9 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
 
 def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, config, hyper, chi_square_gamma):
     """The Z-collapsed move of (beta, delta2) (``collapsed_beta``), prior of delta2 as the sweep uses it.
-    Returns (beta_active, delta2, anchor cache, share of accepted tries)."""
-    data = CollapsedData(layout=problem.layout, kind=problem.kind, log_weight=problem.log_weight)
+    Returns (beta_active, delta2, anchor cache, share of accepted tries, group log-likelihoods (G,))."""
+    data = CollapsedData(layout=problem.layout, kind=problem.kind, log_weight=problem.log_weight,
+                         dp_groups=problem.dp_groups)
     alpha0, beta0 = hyper.delta2_alpha, hyper.delta2_beta
     if config.delta2_log_prob is None:
         log_prior = lambda d2: -(alpha0 + 1.0) * jnp.log(d2) - beta0 / d2  # noqa: E731  IG(alpha0, beta0)
@@ -296,10 +309,10 @@ def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, confi
     anchor = ensure_anchor(anchor, aset, rows, active_gram(problem.gram, aset), data, alpha0, beta0)
     # random-walk scale for log delta2 from the spread of its conditional, sd ~ (alpha0 + K/2)^(-1/2)
     step = 2.0 / jnp.sqrt(alpha0 + 0.5 * aset.count)
-    beta_active, delta2, _, n_acc = collapsed_beta_move(key, beta_active, delta2, anchor.point, aset, rows,
-                                                        problem.gram, data, log_prior, step, chi_square_gamma,
-                                                        config.laplace_tries)
-    return beta_active, delta2, anchor, n_acc.astype(jnp.float64) / (1 + config.laplace_tries)
+    beta_active, delta2, groups, n_acc = collapsed_beta_move(key, beta_active, delta2, anchor.point, aset, rows,
+                                                             problem.gram, data, log_prior, step, chi_square_gamma,
+                                                             config.laplace_tries)
+    return beta_active, delta2, anchor, n_acc.astype(jnp.float64) / (1 + config.laplace_tries), groups
 
 
 class MILGibbs(MCMCKernel):

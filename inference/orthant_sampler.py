@@ -38,7 +38,8 @@ from zoo.inference.truncated_normal import log_ndtr_pair, sample_orthant_normal
 __all__ = ["GroupLayout", "SignDraw", "constraint_flags", "measurement_log_weight", "count_constraint_log_weight",
            "sample_signs_constrained", "sample_signs_split", "sample_signs_by_count", "pattern_log_weight",
            "mh_constrained_step", "mh_weighted_step", "group_signs_satisfy", "draw_z_given_signs",
-           "group_log_likelihood", "sign_marginals"]
+           "group_log_likelihood", "sign_marginals", "sign_marginals_from_log_probs",
+           "group_log_likelihood_from_log_probs"]
 
 NEG_INF = -jnp.inf
 _FINITE_LOG_ZERO = -1e300
@@ -241,7 +242,11 @@ def sign_marginals(f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray, log_w
     The marginal is the gradient of the log normalizer in the slot log-probabilities log Phi(f_i) (an
     exponential-family identity), so one reverse pass through the same forward computation gives all of them."""
     lp, lq = _instance_log_probs(f, layout)
+    return sign_marginals_from_log_probs(lp, lq, layout, kind, log_weight)
 
+
+def sign_marginals_from_log_probs(lp, lq, layout: GroupLayout, kind, log_weight=None):
+    """``sign_marginals`` from the slot log-probabilities (lp, lq) = log Phi(+-f) at ``layout.index``."""
     def total(a):
         groups = _log_norm_from_log_probs(a, lq, layout, kind, log_weight)
         return jnp.sum(groups), groups
@@ -252,6 +257,11 @@ def sign_marginals(f: jnp.ndarray, layout: GroupLayout, kind: jnp.ndarray, log_w
     share = jnp.where(jnp.isfinite(grad_lp), jnp.clip(grad_lp, 0.0, 1.0), 0.5)
     share = jnp.where(forbid_pos[:, None], 0.0, jnp.where(forbid_neg[:, None], 1.0, share))
     return groups, jnp.where(layout.valid, share, 0.0)
+
+
+def group_log_likelihood_from_log_probs(lp, lq, layout: GroupLayout, kind, log_weight=None):
+    """``group_log_likelihood`` from the slot log-probabilities (lp, lq) = log Phi(+-f) at ``layout.index``."""
+    return _log_norm_from_log_probs(lp, lq, layout, kind, log_weight)
 
 
 def sample_signs_by_count(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, log_weight: jnp.ndarray) -> SignDraw:

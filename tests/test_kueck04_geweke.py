@@ -88,8 +88,13 @@ def _zscores(a, b, se_b=None):
 @functools.lru_cache(maxsize=None)
 def _moved_by_sweeps(chi, n_sweeps: int, beta_move: str = "gibbs"):
     """Compiled (vmapped) transition theta -> theta' by ``n_sweeps`` Gibbs sweeps at each draw's own data (label
-    codes and fractions traced); one compilation per problem structure: measurement and hybrid share theirs."""
-    config = _setup("hybrid" if chi else "constraint")[6]._replace(beta_move=beta_move)
+    codes and fractions traced); one compilation per problem structure: measurement and hybrid share theirs.
+    beta_move "laplace-fixed": the active set held fixed, Z integrated out (drawn given beta for the output)."""
+    config = _setup("hybrid" if chi else "constraint")[6]
+    if beta_move == "laplace-fixed":
+        config = config._replace(beta_move="laplace", update_gamma=False, store_z=True)
+    else:
+        config = config._replace(beta_move=beta_move)
     problem_for = _setup_problem_for(chi)
 
     def transition(key, gamma, beta, delta2, z, label, fraction):
@@ -115,9 +120,11 @@ def _setup_problem_for(chi):
 
 @pytest.mark.parametrize("variant, beta_move", [("constraint", "gibbs"), ("measurement", "gibbs"),
                                                ("hybrid", "gibbs"), ("constraint", "laplace"),
-                                               ("hybrid", "laplace")])
+                                               pytest.param("hybrid", "laplace", marks=pytest.mark.slow),
+                                               ("constraint", "laplace-fixed")])
 def test_gibbs_sweeps_leave_the_program_joint_invariant(variant, beta_move):
-    """beta_move="laplace" adds the Z-collapsed Metropolis-Hastings move of (beta, delta2) to every sweep."""
+    """beta_move="laplace" adds the Z-collapsed Metropolis-Hastings move of (beta, delta2) to every sweep;
+    "laplace-fixed": the sweep of a fixed active set with Z integrated out (delta2 | beta, the collapsed move)."""
     psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws, n_sweeps = 6000, 4
     fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(0), **kwargs)
@@ -190,7 +197,7 @@ def _moved_by_collapsed_move(chi, n_moves: int):
             beta_a, d2, anchor = carry
             k_move, k_gamma = jax.random.split(jax.random.fold_in(k1, i))
             chi2 = jax.random.gamma(k_gamma, chi_square_shapes(config.laplace_tries))
-            beta_a, d2, anchor, _ = _collapsed_step(k_move, beta_a, d2, anchor, state.aset, rows, problem, config,
+            beta_a, d2, anchor, _, _ = _collapsed_step(k_move, beta_a, d2, anchor, state.aset, rows, problem, config,
                                                     _hyper(problem, config), chi2)
             return beta_a, d2, anchor
 
