@@ -72,6 +72,28 @@ def test_hybrid_mh_sampler_and_nonconjugate_delta2_prior():
     assert np.all(np.isfinite(fit.idata.posterior["delta2"].values))
 
 
+@pytest.mark.filterwarnings("ignore:kueck04. the active set reached")   # a small capacity keeps the test fast
+def test_collapsed_beta_move_through_the_api():
+    """beta_move="laplace" with kernel selection, MIL bags and a non-conjugate delta2 prior: its acceptance is
+    reported and the MIL signal is learnt; the move's options are checked."""
+    d = embedded_cluster_data(n_groups=16, group_size=4, pure_negative_share=0.5, seed=2)
+    bags = Bags(d.X, d.bag_ids, bag_labels=(d.instance_labels.reshape(16, 4).max(1)))
+    spec = zoo.model("kueck04.constraint", kernel="gaussian", width=1.0, max_active=16,
+                     priors={"delta2": "HalfCauchy(10.0)"})
+    fit = zoo.fit(spec, bags, seed=0, num_chains=1, num_warmup=150, num_samples=150, progress_bar=False,
+                  beta_move="laplace", laplace_tries=3)
+    acc = fit.idata.sample_stats["beta_acceptance"].values
+    assert 0.05 < acc.mean() <= 1 and np.all((acc >= 0) & (acc <= 1))
+    assert np.all(np.isfinite(fit.idata.posterior["beta"].values))
+    pred = fit.predict(Bags(d.X, d.bag_ids))
+    labels = bags.bag_labels
+    assert np.mean(pred.bag_proba[labels == 1][:, None] > pred.bag_proba[labels == 0][None, :]) > 0.7
+    with pytest.raises(ValueError, match="beta_move"):
+        zoo.fit(spec, bags, beta_move="newton")
+    with pytest.raises(ValueError, match="laplace_tries"):
+        zoo.fit(spec, bags, beta_move="laplace", laplace_tries=-1)
+
+
 def test_bad_input_raises_value_error_naming_the_field(ring):
     spec = zoo.model("kueck04.constraint")
     with pytest.raises(ValueError, match="bag_ids"):

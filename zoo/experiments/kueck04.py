@@ -266,8 +266,8 @@ def benchmark_mil(fast: bool = False) -> dict:
     """Sweeps/s on the ring data (N = 500), 1 chain and 4 chains (vectorized by vmap, and sequential by lax.map;
     after JIT, compile apart; the thesis' C++ did 400/s), and effective
     samples per second (median over 100 held-out points) of Phi(f(x)) on the embedded-cluster data (N = 600,
-    instance labels, 8 fixed active kernels): fixed-active-set Gibbs (beta, delta2, Z) vs NUTS on the same
-    posterior with Z integrated out (``probit_fixed_active_program``)."""
+    instance labels, 8 fixed active kernels): fixed-active-set Gibbs (data augmentation; and the Z-collapsed move,
+    ``beta_move="laplace"``) vs NUTS on the same posterior with Z integrated out (``probit_fixed_active_program``)."""
     import jax
     from zoo.bench import timeit_best
     from zoo.inference.mil_gibbs import init_mil_state, mil_gibbs_sweep
@@ -300,11 +300,14 @@ def benchmark_mil(fast: bool = False) -> dict:
 
 
 def _nuts_comparison(fast: bool) -> dict:
-    """Fixed-active-set Gibbs (beta, delta2, Z, rescaling; the zoo's compiled chunk driver, as ``zoo.fit`` runs
-    it) against NumPyro NUTS on the same posterior with Z integrated out, with its default diagonal mass matrix
-    and with a dense one (the kernel columns are strongly correlated, which a diagonal metric cannot undo).
-    Each sampler runs twice with the same shapes; the second run is timed (compilation excluded) and its draws
-    give the effective sample size of Phi(f(x)) at 100 held-out points (median over points)."""
+    """Fixed-active-set Gibbs against NumPyro NUTS on the same posterior with Z integrated out, with its default
+    diagonal mass matrix and with a dense one (the kernel columns are strongly correlated, which a diagonal
+    metric cannot undo). Two zoo samplers, both on the zoo's compiled chunk driver (as ``zoo.fit`` runs them):
+    "gibbs", the data-augmentation sweep (beta | Z, rescaling, delta2 | beta, Z | beta), and "collapsed",
+    ``beta_move="laplace"`` with default settings, where a fixed active set integrates Z out altogether (delta2 |
+    beta and the collapsed Metropolis-Hastings move of ``zoo.inference.collapsed_beta``). Capacity = the 8 active
+    kernels. Each sampler runs twice with the same shapes; the second run is timed (compilation excluded) and its
+    draws give the effective sample size of Phi(f(x)) at 100 held-out points (median over points)."""
     import arviz as az
     import jax
     import jax.numpy as jnp
@@ -319,30 +322,34 @@ def _nuts_comparison(fast: bool) -> dict:
     train = embedded_cluster_data(seed=0)
     held_all = embedded_cluster_data(seed=1)
     held = Bags(held_all.X[:100], np.arange(100))
-    spec = zoo.model("kueck04.supervised", kernel="gaussian", width=1.0)
-    prep = paper.prepare(spec, train)
     rng = np.random.default_rng(0)
     # fixed active set: 8 training points, 2 positives and 6 negatives, chosen at random (seed 0)
     pos, neg = np.flatnonzero(train.instance_labels == 1), np.flatnonzero(train.instance_labels == 0)
     active = np.r_[rng.choice(pos, 2, replace=False), rng.choice(neg, 6, replace=False)]
+    spec = zoo.model("kueck04.supervised", kernel="gaussian", width=1.0, max_active=active.size)
+    prep = paper.prepare(spec, train)
     psi_new = np.asarray(gram_matrix(jnp.asarray(held.X), jnp.asarray(prep.X), "gaussian", 1.0))
     n = 1000 if fast else 4000
-    config = paper._config(spec, prep, "exact", False)._replace(update_gamma=False)
     problem = paper._problem(prep, spec)
     gamma = jnp.zeros(prep.psi.shape[1], bool).at[active].set(True)
     z0 = jnp.where(jnp.asarray(train.instance_labels) == 1, 0.5, -0.5)
 
-    def gibbs_run(seed):
-        state = state_from_position(jax.random.PRNGKey(seed), problem, config, gamma,
-                                    jnp.zeros(gamma.shape[0]), jnp.asarray(1.0), z0)
-        states = jax.tree_util.tree_map(lambda x: x[None], state)
-        draws = []
-        for start in range(-(n // 4), n, paper.CHUNK):          # warm-up chunks, then sampling chunks
-            steps = min(paper.CHUNK, n - start) if start >= 0 else min(paper.CHUNK, -start)
-            states, (positions, _) = paper._advance(states, problem, steps, config, paper.CHUNK, 1)
-            if start >= 0:
-                draws.append(np.asarray(positions["beta"][0, :steps]))
-        return np.concatenate(draws)
+    def zoo_runner(beta_move):
+        config = paper._config(spec, prep, "exact", False)._replace(update_gamma=False, beta_move=beta_move)
+
+        def run(seed):
+            state = state_from_position(jax.random.PRNGKey(seed), problem, config, gamma,
+                                        jnp.zeros(gamma.shape[0]), jnp.asarray(1.0), z0)
+            states = jax.tree_util.tree_map(lambda x: x[None], state)
+            draws, accepted = [], []
+            for start in range(-(n // 4), n, paper.CHUNK):          # warm-up chunks, then sampling chunks
+                steps = min(paper.CHUNK, n - start) if start >= 0 else min(paper.CHUNK, -start)
+                states, (positions, stats) = paper._advance(states, problem, steps, config, paper.CHUNK, 1)
+                if start >= 0:
+                    draws.append(np.asarray(positions["beta"][0, :steps]))
+                    accepted.append(np.asarray(stats["beta_acceptance"][0, :steps]))
+            return np.concatenate(draws), {"acceptance": float(np.mean(np.concatenate(accepted)))}
+        return run
 
     def nuts_runner(dense):
         mcmc = MCMC(NUTS(probit_fixed_active_program, dense_mass=dense), num_warmup=n // 4, num_samples=n,
@@ -355,28 +362,28 @@ def _nuts_comparison(fast: bool) -> dict:
             beta = np.zeros((n, prep.psi.shape[1]))
             beta[:, active] = np.asarray(mcmc.get_samples()["beta"])
             steps = float(np.mean(np.asarray(mcmc.get_extra_fields()["num_steps"])))
-            return beta, steps
+            return beta, {"leapfrog_steps_mean": steps}
         return run
 
     out = {}
-    runs = (("gibbs", gibbs_run), ("nuts", nuts_runner(False)), ("nuts_dense", nuts_runner(True)))
+    runs = (("gibbs", zoo_runner("gibbs")), ("collapsed", zoo_runner("laplace")), ("nuts", nuts_runner(False)),
+            ("nuts_dense", nuts_runner(True)))
     for name, run in runs:
         t0 = time.perf_counter()
         run(1)                                  # includes compilation
         first = time.perf_counter() - t0
         t0 = time.perf_counter()
-        result = run(2)                         # same shapes: the compiled code is reused
+        beta, extra = run(2)                    # same shapes: the compiled code is reused
         secs = time.perf_counter() - t0
-        beta, steps = result if isinstance(result, tuple) else (result, None)
         prob = np.asarray(ndtr(beta @ psi_new.T))           # (draws, 100)
         ess = np.asarray(az.ess(az.convert_to_dataset({"p": prob[None]}))["p"].values)
         out[f"{name}_ess_median"] = float(np.median(ess))
         out[f"{name}_ess_per_s_median"] = float(np.median(ess) / secs)
         out[f"{name}_seconds"] = secs
         out[f"{name}_compile_s"] = max(first - secs, 0.0)
-        if steps is not None:
-            out[f"{name}_leapfrog_steps_mean"] = steps
+        out.update({f"{name}_{k}": v for k, v in extra.items()})
     out["draws"] = n
-    out["gibbs_vs_nuts_ess_per_s_ratio"] = out["gibbs_ess_per_s_median"] / out["nuts_ess_per_s_median"]
-    out["gibbs_vs_nuts_dense_ess_per_s_ratio"] = out["gibbs_ess_per_s_median"] / out["nuts_dense_ess_per_s_median"]
+    for ours in ("gibbs", "collapsed"):
+        for peer in ("nuts", "nuts_dense"):
+            out[f"{ours}_vs_{peer}_ess_per_s_ratio"] = out[f"{ours}_ess_per_s_median"] / out[f"{peer}_ess_per_s_median"]
     return out
