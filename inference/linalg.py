@@ -110,7 +110,13 @@ def apply_death(aset: ActiveSet, slot: jnp.ndarray) -> ActiveSet:
 # For the K_max x K_max systems of the collapsed beta move. Not jnp.linalg / jax.scipy.linalg: on the CPU those
 # are LAPACK custom calls that, batched under vmap (thousands of chains in the joint-distribution tests), split
 # the batch over the runtime's thread pool; two of them in flight at once deadlocked JAX 0.10.2 on 2 cores
-# (potrf and getrf both waiting in ParallelBatchMap). These loops compile to ordinary batched HLO.
+# (potrf and getrf both waiting in ParallelBatchMap). These loops compile to ordinary batched HLO, unrolled for
+# small n (a CPU while-loop iteration costs about as much as one of these tiny steps).
+_UNROLL_UP_TO = 32
+
+
+def _loop(n, body, init):
+    return lax.fori_loop(0, n, body, init, unroll=n <= _UNROLL_UP_TO)
 
 def cholesky_lower(a: jnp.ndarray) -> jnp.ndarray:
     """(n, n) lower L with L L' = a, column by column (O(n^3)); NaN where a is not positive definite."""
@@ -122,7 +128,7 @@ def cholesky_lower(a: jnp.ndarray) -> jnp.ndarray:
         d = jnp.sqrt(s[j])
         return low.at[:, j].set(jnp.where(idx >= j, s / d, 0.0))
 
-    return lax.fori_loop(0, n, column, jnp.zeros_like(a))
+    return _loop(n, column, jnp.zeros_like(a))
 
 
 def solve_lower(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
@@ -133,7 +139,7 @@ def solve_lower(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
     def step(i, x):
         return x.at[i].set((b[i] - low[i] @ x) / low[i, i])     # x_k = 0 for k >= i still
 
-    return lax.fori_loop(0, n, step, jnp.zeros_like(b))
+    return _loop(n, step, jnp.zeros_like(b))
 
 
 def solve_lower_transpose(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
@@ -145,4 +151,4 @@ def solve_lower_transpose(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
         i = n - 1 - t
         return x.at[i].set((b[i] - low[:, i] @ x) / low[i, i])  # x_k = 0 for k <= i still
 
-    return lax.fori_loop(0, n, step, jnp.zeros_like(b))
+    return _loop(n, step, jnp.zeros_like(b))
