@@ -209,7 +209,7 @@ def _moved_by_collapsed_move(chi, n_moves: int):
     return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
 
 
-@pytest.mark.parametrize("variant", ["constraint", "hybrid"])
+@pytest.mark.parametrize("variant", ["constraint", pytest.param("hybrid", marks=pytest.mark.slow)])
 def test_collapsed_beta_move_alone_leaves_the_program_joint_invariant(variant):
     """The Z-collapsed Metropolis-Hastings move of (beta, delta2) by itself (gamma fixed, Z integrated out):
     draws (theta, data) from the program, moved 3 times, must keep the joint law of (gamma, beta, delta2, data)."""
