@@ -52,7 +52,6 @@ ANCHOR_STEPS = 12
 #: degrees of freedom of the multivariate t proposal (heavier tails than the Laplace normal: the posterior of
 #: beta is skewed along nearly separating directions)
 T_DOF = 8.0
-JOINT_TRY = True
 
 
 class CollapsedData(NamedTuple):
@@ -235,8 +234,6 @@ def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet,
         return jnp.log(jax.random.uniform(key)) < jnp.where(jnp.isnan(log_ratio), -jnp.inf, log_ratio)
 
     # joint try: random walk on log delta2, beta from the proposal at the new delta2
-    if not JOINT_TRY:
-        log_delta2_step = 0.0
     log_d2_new = log_d2 + log_delta2_step * jax.random.normal(keys[0])
     fit_new = laplace_fit(anchor, rows, gram_a, mask, data, jnp.exp(log_d2_new))
     beta_new = _t_draw(jax.random.normal(keys[1], beta.shape), chi_square_gamma[0], fit_new, mask)
