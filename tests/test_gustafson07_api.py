@@ -115,11 +115,16 @@ def test_fit_round_trips_through_netcdf(sec6_fit, tmp_path):
 
 
 def test_cvfs_recovers_the_relevant_features(sec6_fit):
-    """Sec. 6 design: concept k is marked by feature k; features 4-5 are correlated noise."""
+    """Sec. 6 design: concept k is marked by feature k; features 4-5 are correlated noise. Their relevance is
+    uncertain at this size (40 units per concept, 500 sweeps): x_5 | x_{M_k} does depend on the concept unless M_k
+    holds features 1-3, and since the sweep mixes (delta integrated out in the flips, Omega random walk) single noise
+    indicators reach 0.3-0.8 in some runs (the earlier, stuck sampler kept them near 0). So: each concept's own
+    feature is near-certain and the most relevant of its row, and the noise features are less relevant on average."""
     _, fit = sec6_fit
     rel = fit.predict(fit.data).feature_relevance
     assert np.all(np.diag(rel[:, :3]) > 0.6), rel.round(2)
-    assert np.all(rel[:, 3:] < 0.4), rel.round(2)
+    assert np.all(np.diag(rel[:, :3]) >= rel.max(1)), rel.round(2)
+    assert rel[:, 3:].mean() < 0.5 < np.diag(rel[:, :3]).mean(), rel.round(2)
 
 
 def test_predictions_for_unannotated_images(sec6_fit):
