@@ -51,8 +51,11 @@ def _exact_m_delta(X, Y, alpha, Omega, half_width=7.0, n_grid=301):
     @fast_jit
     def log_joint(M):
         masks = concept_masks("cvfs", M, 3, P)
-        return jax.vmap(lambda d: collapsed_log_density(jnp.asarray(Y), masks, d, jnp.asarray(Omega), jnp.asarray(X))
-                        + multivariate_normal.logpdf(d, jnp.zeros(P), jnp.asarray(Omega) / KAPPA0))(grid)
+        # lax.map in batches, not one vmap over the 90601 grid points: batched LAPACK calls that large, two in
+        # flight, deadlocked JAX 0.10.2 on 2 cores (ParallelBatchMap; see zoo.inference.linalg)
+        return jax.lax.map(lambda d: collapsed_log_density(jnp.asarray(Y), masks, d, jnp.asarray(Omega), jnp.asarray(X))
+                           + multivariate_normal.logpdf(d, jnp.zeros(P), jnp.asarray(Omega) / KAPPA0), grid,
+                           batch_size=500)
 
     logs = np.stack([np.asarray(log_joint(jnp.asarray(M))) for M in states]) + prior_m[:, None]
     w = np.exp(logs - logs.max())
@@ -117,8 +120,11 @@ def test_omega_step_targets_the_conditional_of_delta_and_omega():
     N = 100_000
     Om = stats.invwishart.rvs(df=P + 2, scale=np.eye(P), size=N, random_state=rng)
     de = np.einsum("nij,nj->ni", np.linalg.cholesky(Om), rng.normal(size=(N, P))) / np.sqrt(KAPPA0)
-    lik = fast_jit(jax.vmap(lambda dd, oo: collapsed_log_density(jnp.ones(n, int), concept_masks("cvfs", M[1:], 3, P),
-                                                                 dd, oo, jnp.asarray(X))))
+    one = lambda dd, oo: collapsed_log_density(jnp.ones(n, int), concept_masks("cvfs", M[1:], 3, P),  # noqa: E731
+                                               dd, oo, jnp.asarray(X))
+    # lax.map in batches of 100, not one vmap over 100k draws: batched LAPACK calls that large, two in flight,
+    # deadlocked JAX 0.10.2 on 2 cores (ParallelBatchMap; see zoo.inference.linalg)
+    lik = fast_jit(lambda D, O: jax.lax.map(lambda a: one(*a), (D, O), batch_size=100))
     logw = np.asarray(lik(jnp.asarray(de), jnp.asarray(Om)))
     w = np.exp(logw - logw.max())
     w /= w.sum()
