@@ -129,7 +129,8 @@ def gaussian_logpdf_masked(X: jnp.ndarray, mean: jnp.ndarray, chol: jnp.ndarray,
 def sample_gamma(key, shape_param: jnp.ndarray) -> jnp.ndarray:
     """Gamma(a, 1) variates, one per entry of ``shape_param`` (any shape, a > 0): Marsaglia & Tsang (2000) with
     the a < 1 boost Gamma(a) = Gamma(a + 1) U^{1/a}. Exact (a while loop until every entry is accepted); much
-    cheaper to compile than ``jax.random.gamma``, which dominated the sweep's compile time."""
+    cheaper to compile than ``jax.random.gamma``, which dominated the sweep's compile time. NaN for an invalid
+    shape (non-finite or <= 0)."""
     a = jnp.asarray(shape_param, jnp.float64)
     boost = a < 1.0
     a1 = jnp.where(boost, a + 1.0, a)
@@ -148,8 +149,11 @@ def sample_gamma(key, shape_param: jnp.ndarray) -> jnp.ndarray:
         value = jnp.where(done, value, d * v_safe)
         return key, value, done | ok
 
+    # an invalid shape (NaN, inf, <= 0: e.g. from a degenerate upstream state) is never accepted: it starts done,
+    # as NaN, so the loop ends and the NaN shows instead of hanging
+    valid = jnp.isfinite(a) & (a > 0)
     _, value, _ = jax.lax.while_loop(lambda carry: ~jnp.all(carry[2]), body,
-                                     (k_loop, jnp.ones_like(a), jnp.zeros(a.shape, bool)))
+                                     (k_loop, jnp.where(valid, 1.0, jnp.nan), ~valid))
     u = jax.random.uniform(k_boost, a.shape, minval=1e-300)
     return jnp.where(boost, value * jnp.exp(jnp.log(u) / a), value)
 

@@ -141,6 +141,14 @@ def test_gamma_and_beta_samplers_match_scipy():
     assert stats.kstest(b, stats.beta(2.0, 11.0).cdf).pvalue > 1e-3
 
 
+def test_gamma_sampler_ends_on_invalid_shapes():
+    """A degenerate upstream state (NaN, inf or non-positive shape) gives NaN for that entry, not an endless
+    rejection loop; valid entries of the same call are unaffected."""
+    a = jnp.array([2.0, jnp.nan, -1.0, jnp.inf, 0.0, 0.5])
+    draws = np.asarray(fast_jit(sample_gamma)(jax.random.PRNGKey(0), a))
+    assert np.all(np.isnan(draws[1:5])) and np.all(np.isfinite(draws[[0, 5]])) and np.all(draws[[0, 5]] > 0)
+
+
 def test_masked_inverse_wishart_block_has_the_iw_mean():
     S = jnp.array([[2.0, 0.4, 0.0], [0.4, 1.0, 0.0], [0.0, 0.0, 5.0]])
     mask = jnp.array([True, True, False])
