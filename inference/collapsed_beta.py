@@ -40,7 +40,7 @@ from jax import lax
 from zoo.inference.linalg import (ActiveSet, active_gram, cholesky_lower, slot_mask, solve_lower,
                                   solve_lower_transpose)
 from zoo.inference.orthant_sampler import (GroupLayout, group_log_likelihood_from_log_probs,
-                                           sign_marginals_from_log_probs)
+                                           sign_marginals_from_log_probs, sub_layout)
 from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards
 
 __all__ = ["LaplaceFit", "AnchorCache", "empty_anchor", "ensure_anchor", "laplace_fit", "collapsed_beta_move",
@@ -87,10 +87,6 @@ def _scatter_slots(values: jnp.ndarray, layout: GroupLayout, n: int) -> jnp.ndar
     return jnp.zeros(n, values.dtype).at[flat].set(values.ravel(), mode="drop")
 
 
-def _sub_layout(layout: GroupLayout, groups) -> GroupLayout:
-    return GroupLayout(index=layout.index[groups], valid=layout.valid[groups], size=layout.size[groups])
-
-
 def _collapsed_terms(f: jnp.ndarray, data: CollapsedData, marginals: bool):
     """(log p(obs_g | f) (G,), P(z_i > 0 | f, obs) (N,) or None, log Phi(f) (N,), log Phi(-f) (N,)).
 
@@ -111,7 +107,7 @@ def _collapsed_terms(f: jnp.ndarray, data: CollapsedData, marginals: bool):
         share = jnp.where(layout.valid & positive_group, 1.0, 0.0)
         dp = data.dp_groups
         if dp.shape[0] > 0:
-            sub = _sub_layout(layout, dp)
+            sub = sub_layout(layout, dp)
             if marginals:
                 g_dp, s_dp = sign_marginals_from_log_probs(lp_s[dp], lq_s[dp], sub, data.kind[dp])
                 share = share.at[dp].set(s_dp)

@@ -38,7 +38,7 @@ from zoo.inference.truncated_normal import log_ndtr_pair, sample_orthant_normal
 __all__ = ["GroupLayout", "SignDraw", "constraint_flags", "measurement_log_weight", "count_constraint_log_weight",
            "sample_signs_constrained", "sample_signs_split", "sample_signs_by_count", "pattern_log_weight",
            "mh_constrained_step", "mh_weighted_step", "group_signs_satisfy", "draw_z_given_signs",
-           "group_log_likelihood", "sign_marginals", "sign_marginals_from_log_probs",
+           "group_log_likelihood", "sign_marginals", "sub_layout", "sign_marginals_from_log_probs",
            "group_log_likelihood_from_log_probs"]
 
 NEG_INF = -jnp.inf
@@ -151,10 +151,15 @@ def sample_signs_split(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind
     log_norm = jnp.sum(jnp.where(layout.valid, jnp.where(positive_group, lp, lq), 0.0), axis=1)
     if dp_groups.shape[0] == 0:
         return SignDraw(positive=positive, log_norm=log_norm)
-    sub = GroupLayout(index=layout.index[dp_groups], valid=layout.valid[dp_groups], size=layout.size[dp_groups])
+    sub = sub_layout(layout, dp_groups)
     draw = _signs_constrained_from_log_probs(key, lp[dp_groups], lq[dp_groups], sub, kind[dp_groups])
     return SignDraw(positive=positive.at[dp_groups].set(draw.positive),
                     log_norm=log_norm.at[dp_groups].set(draw.log_norm))
+
+
+def sub_layout(layout: GroupLayout, groups) -> GroupLayout:
+    """The layout of the listed groups only (int (G_sub,))."""
+    return GroupLayout(index=layout.index[groups], valid=layout.valid[groups], size=layout.size[groups])
 
 
 def _constrained_terms(lp, lq, layout: GroupLayout, kind):
