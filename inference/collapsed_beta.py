@@ -37,10 +37,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from zoo.inference.linalg import (ActiveSet, active_gram, cholesky_lower, slot_mask, solve_lower,
+from zoo.inference.linalg import (ActiveSet, cholesky_lower, slot_mask, solve_lower,
                                   solve_lower_transpose)
 from zoo.inference.orthant_sampler import (GroupLayout, group_log_likelihood_from_log_probs,
-                                           sign_marginals_from_log_probs, sub_layout)
+                                           pure_group_terms, sign_marginals_from_log_probs, sub_layout)
 from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards
 
 __all__ = ["LaplaceFit", "AnchorCache", "empty_anchor", "ensure_anchor", "laplace_fit", "collapsed_beta_move",
@@ -102,9 +102,8 @@ def _collapsed_terms(f: jnp.ndarray, data: CollapsedData, marginals: bool):
         else:
             groups = group_log_likelihood_from_log_probs(lp_s, lq_s, layout, data.kind, data.log_weight)
     else:
-        positive_group = (data.kind == 2)[:, None]
-        groups = jnp.sum(jnp.where(layout.valid, jnp.where(positive_group, lp_s, lq_s), 0.0), axis=1)
-        share = jnp.where(layout.valid & positive_group, 1.0, 0.0)
+        positive, groups = pure_group_terms(lp_s, lq_s, layout, data.kind)
+        share = positive.astype(lp.dtype)
         dp = data.dp_groups
         if dp.shape[0] > 0:
             sub = sub_layout(layout, dp)
@@ -206,16 +205,15 @@ def log_target(loglik, quad, log_delta2, k, delta2_log_prior: Callable):
     return loglik - 0.5 * quad / delta2 - 0.5 * k * log_delta2 + delta2_log_prior(delta2) + log_delta2
 
 
-def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet, rows, gram: jnp.ndarray,
+def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet, rows, gram_a: jnp.ndarray,
                         data: CollapsedData, delta2_log_prior: Callable, log_delta2_step, chi_square_gamma,
                         tries: int):
     """One joint (log delta2, beta) try and ``tries`` independence tries of beta (module docstring).
 
-    beta (K_max,) in slot order; rows (K_max, N) = Psi_a'; chi_square_gamma (1 + tries,) Gamma(nu/2, 1) draws.
+    beta (K_max,) in slot order; rows (K_max, N) = Psi_a'; gram_a (K_max, K_max) = ``active_gram``; chi_square_gamma (1 + tries,) Gamma(nu/2, 1) draws.
     Returns (beta, delta2, group log-likelihoods (G,) at the returned beta, number of accepted tries)."""
     mask = slot_mask(aset)
     k = aset.count.astype(beta.dtype)
-    gram_a = active_gram(gram, aset)
     loglik_groups = lambda b: _group_log_likelihood(b @ rows, data)  # noqa: E731
     target = lambda b, ld2, groups: log_target(jnp.sum(groups), b @ gram_a @ b, ld2, k,  # noqa: E731
                                                delta2_log_prior)

@@ -306,11 +306,12 @@ def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, confi
         log_prior = lambda d2: -(alpha0 + 1.0) * jnp.log(d2) - beta0 / d2  # noqa: E731  IG(alpha0, beta0)
     else:
         log_prior = config.delta2_log_prob
-    anchor = ensure_anchor(anchor, aset, rows, active_gram(problem.gram, aset), data, alpha0, beta0)
+    gram_a = active_gram(problem.gram, aset)
+    anchor = ensure_anchor(anchor, aset, rows, gram_a, data, alpha0, beta0)
     # random-walk scale for log delta2 from the spread of its conditional, sd ~ (alpha0 + K/2)^(-1/2)
     step = 2.0 / jnp.sqrt(alpha0 + 0.5 * aset.count)
     beta_active, delta2, groups, n_acc = collapsed_beta_move(key, beta_active, delta2, anchor.point, aset, rows,
-                                                             problem.gram, data, log_prior, step, chi_square_gamma,
+                                                             gram_a, data, log_prior, step, chi_square_gamma,
                                                              config.laplace_tries)
     return beta_active, delta2, anchor, n_acc.astype(jnp.float64) / (1 + config.laplace_tries), groups
 

@@ -38,7 +38,7 @@ from zoo.inference.truncated_normal import log_ndtr_pair, sample_orthant_normal
 __all__ = ["GroupLayout", "SignDraw", "constraint_flags", "measurement_log_weight", "count_constraint_log_weight",
            "sample_signs_constrained", "sample_signs_split", "sample_signs_by_count", "pattern_log_weight",
            "mh_constrained_step", "mh_weighted_step", "group_signs_satisfy", "draw_z_given_signs",
-           "group_log_likelihood", "sign_marginals", "sub_layout", "sign_marginals_from_log_probs",
+           "group_log_likelihood", "sign_marginals", "sub_layout", "pure_group_terms", "sign_marginals_from_log_probs",
            "group_log_likelihood_from_log_probs"]
 
 NEG_INF = -jnp.inf
@@ -146,15 +146,21 @@ def sample_signs_split(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind
     Every other group must be pure (code 0: all negative, 2: all positive): its pattern is known and its
     log-likelihood is sum_i log Phi(+-f_i); only the listed groups run the forward-backward pass."""
     lp, lq = _instance_log_probs(f, layout)
-    positive_group = (kind == 2)[:, None]
-    positive = positive_group & layout.valid
-    log_norm = jnp.sum(jnp.where(layout.valid, jnp.where(positive_group, lp, lq), 0.0), axis=1)
+    positive, log_norm = pure_group_terms(lp, lq, layout, kind)
     if dp_groups.shape[0] == 0:
         return SignDraw(positive=positive, log_norm=log_norm)
     sub = sub_layout(layout, dp_groups)
     draw = _signs_constrained_from_log_probs(key, lp[dp_groups], lq[dp_groups], sub, kind[dp_groups])
     return SignDraw(positive=positive.at[dp_groups].set(draw.positive),
                     log_norm=log_norm.at[dp_groups].set(draw.log_norm))
+
+
+def pure_group_terms(lp, lq, layout: GroupLayout, kind):
+    """(sign pattern (G, n_max) bool, log p(observation_g | f) (G,)) of groups read as pure (code 2: all
+    positive, any other: all negative) from the slot log-probabilities (lp, lq) = log Phi(+-f)."""
+    positive_group = (kind == 2)[:, None]
+    log_norm = jnp.sum(jnp.where(layout.valid, jnp.where(positive_group, lp, lq), 0.0), axis=1)
+    return positive_group & layout.valid, log_norm
 
 
 def sub_layout(layout: GroupLayout, groups) -> GroupLayout:
