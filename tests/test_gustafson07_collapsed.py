@@ -17,7 +17,7 @@ from scipy import integrate, stats
 from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density, masked_matrix,
                                          niw_log_marginal, niw_posterior, sample_beta, sample_gamma,
                                          sample_masked_inverse_wishart, suffstats)
-from zoo.inference.label_feature_gibbs import FAST_COMPILE_OPTIONS
+from zoo._config import FAST_COMPILE_OPTIONS
 from zoo.models.feature_selection import FeatureSelectionNormal
 
 fast_jit = partial(jax.jit, compiler_options=FAST_COMPILE_OPTIONS)   # compile time dominates these tests
@@ -160,3 +160,4 @@ def test_masked_inverse_wishart_block_has_the_iw_mean():
     assert np.allclose(draws[:, :2, :2].mean(0), expected, rtol=0.08, atol=0.015)
     assert np.allclose(draws[:, 2, 2], 1.0) and np.allclose(draws[:, 2, :2], 0.0)
     assert np.allclose(np.asarray(masked_matrix(S, mask))[2], [0, 0, 1])
+

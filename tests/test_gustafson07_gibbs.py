@@ -18,8 +18,9 @@ import pytest
 from numpyro.handlers import condition, seed, trace
 
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
-from zoo.inference.label_feature_gibbs import (FAST_COMPILE_OPTIONS, BetaMixture, LabelFeatureGibbs, gibbs_sweep,
-                                               init_state)
+from zoo._config import FAST_COMPILE_OPTIONS
+from zoo.inference.label_feature_gibbs import LabelFeatureGibbs, gibbs_sweep, init_state
+from zoo.inference.label_feature_state import BetaMixture, RegionProblem
 from zoo.models.feature_selection import (DeltaOmegaPrior, collapsed_log_density, concept_masks, coverage_ok,
                                           feature_selection_model)
 
@@ -39,7 +40,6 @@ def _problem(X, delta0=np.zeros(P), Omega0=np.eye(P)):
 
 
 def numpyro_free_problem(X, delta0, Omega0):
-    from zoo.inference.label_feature_gibbs import RegionProblem
     alpha = BetaMixture(jnp.array([0.5, 0.5]), jnp.array([1.0, 10.0]), jnp.array([10.0, 1.0]))
     return RegionProblem(X=jnp.asarray(X), allowed=jnp.asarray(ALLOWED), keyword_mask=jnp.asarray(KEYWORDS),
                          image_slots=jnp.asarray(SLOTS), concept_prior=ConceptPrior(),
@@ -116,7 +116,7 @@ def test_flip_step_leaves_the_exact_conditional_of_m_invariant_for_both_scans():
     """Step 1 alone (CVFS, Y fixed, alpha away from 1/2, delta and Omega not the identity): the frequencies of
     (M_1, M_2) after many flip steps match the enumerated conditional, for the paper's random flips and for the
     systematic scan (one compiled chain, the scan flag traced)."""
-    from zoo.inference.label_feature_gibbs import feature_flip_step
+    from zoo.inference.label_feature_flips import feature_flip_step
     Y = np.array([1, 0, 2, 2])
     alpha = np.array([0.3, 0.8])
     delta, Omega = jnp.array([0.2, -0.1]), jnp.array([[1.3, 0.5], [0.5, 0.9]])
@@ -270,7 +270,7 @@ def _delta_omega_z_scores(exact: bool, n_steps: int = 10000, n_is: int = 100_000
 
 @fast_jit
 def _delta_omega_chain(problem, state, keys):
-    from zoo.inference.label_feature_gibbs import delta_omega_step
+    from zoo.inference.label_feature_moves import delta_omega_step
 
     def body(s, k):
         s, _ = delta_omega_step(problem, s, k)

@@ -24,8 +24,9 @@ import numpyro.distributions as dist
 import zoo.data.gustafson07  # noqa: F401  (registers the synthetic data sets)
 from zoo.data.containers import AnnotatedRegions
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
-from zoo.inference.label_feature_gibbs import (FAST_COMPILE_OPTIONS, FAST_COMPILE_WORK, BetaMixture, RegionProblem,
-                                               predictive_log_lik, run_gibbs)
+from zoo._config import FAST_COMPILE_OPTIONS
+from zoo.inference.label_feature_gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
+from zoo.inference.label_feature_state import BetaMixture, RegionProblem
 from zoo.models.feature_selection import DeltaOmegaPrior, default_alpha_prior, feature_selection_model
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data

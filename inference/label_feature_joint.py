@@ -1,0 +1,102 @@
+"""The joint Metropolis-Hastings move of one inclusion indicator and the labels it affects (not in Gustafson et
+al. 2007; exact for eq. 10 with (mu_k, Sigma_k) integrated out): ``joint_flip_relabel_step``.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from zoo.inference.collapsed_niw import (cache_log_predictive, cache_move, gaussian_logpdf_masked, masked_cholesky,
+                                         predictive_cache)
+from zoo.inference.label_feature_flips import free_log_target
+from zoo.inference.label_feature_state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
+                                               forced_units, free_rows, unit_images)
+
+__all__ = ["joint_flip_relabel_step"]
+
+
+def _conditional_terms(X, masks, delta, Omega):
+    """(n, K+1) log phi(x_{M_k^c} | x_{M_k}; delta, Omega) of every unit under every concept's mask (eq. 5)."""
+    p = X.shape[1]
+    base = gaussian_logpdf_masked(X, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
+    return jax.vmap(lambda m: base - gaussian_logpdf_masked(X, delta, masked_cholesky(Omega, m), m), out_axes=1)(masks)
+
+
+def _pick_indicator(variant: str, state: GibbsState, key):
+    """The indicator (row k, column j) of a joint move: drawn with weight (accepted + 1/2) / (tried + 1), the joint
+    moves' smoothed acceptance rate during warm-up (frozen afterwards, so the kernel is fixed and the choice does not
+    depend on the state: a symmetric proposal). FS: row 0 (the shared M); CVFS: rows 1..K."""
+    n_concepts, p = state.M.shape
+    rows = jnp.arange(n_concepts)[:, None]
+    movable = (rows == 0) if variant == "fs" else (rows > 0)
+    logw = jnp.where(movable, jnp.log(state.joint_accepts + 0.5) - jnp.log(state.joint_tries + 1.0), -jnp.inf)
+    flat = jax.random.categorical(key, logw.reshape(-1))
+    return flat // p, flat % p
+
+
+def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsState, key):
+    """Joint Metropolis-Hastings move of one indicator and the labels it affects (FS: M_j shared by all concepts,
+    every unit with a choice; CVFS: M_kj, the units whose S_i holds k), (mu, Sigma) integrated out, (alpha, delta,
+    Omega) fixed. Proposal: flip the indicator ``_pick_indicator`` draws (M -> M'), then visit the affected units u_1..u_m
+    in a random order and draw Y'_t from its collapsed full conditional under M' given o_t = (Y'_<t, Y_>t) (S_i and
+    the coverage constraint respected). The reverse move visits them in the reverse order under M, meeting the
+    same o_t, so with pi = eq. 10 the Hastings ratio telescopes:
+        pi(M', Y') q(Y | M, Y') / (pi(M, Y) q(Y' | M', Y)) = pi(M', Y) / pi(M, Y) prod_t p_M(Y_t | o_t) / p_M'(Y_t | o_t).
+    Why: given Y, an uncertain indicator's flip is nearly deterministic (its labels follow it: on the benchmark
+    problem fewer than 4 % of the flip conditionals lie in (0.05, 0.95)), so M and Y only move together.
+    Returns (state, accepted)."""
+    n, p = problem.X.shape
+    n_concepts = state.M.shape[0]
+    k_pick, k_order, k_loop, k_acc = jax.random.split(key, 4)
+    k, j = _pick_indicator(variant, state, k_pick)
+    if variant == "fs":
+        M_new = state.M.at[:, j].set(~state.M[0, j])
+    else:
+        M_new = state.M.at[k, j].set(~state.M[k, j])
+    masks_old, masks_new = concept_masks_of(variant, state.M), concept_masks_of(variant, M_new)
+    stats = concept_suffstats(problem.X, state.Y, n_concepts)
+    flip = (free_log_target(problem, variant, stats, free_rows(variant, M_new), state.alpha, state.delta,
+                            state.Omega).sum()
+            - free_log_target(problem, variant, stats, free_rows(variant, state.M), state.alpha, state.delta,
+                              state.Omega).sum())
+    if variant == "fs":   # the conditional factors do not depend on the label under one shared mask
+        cond_old = cond_new = jnp.zeros((n, n_concepts))
+    else:
+        cond_old = _conditional_terms(problem.X, masks_old, state.delta, state.Omega)
+        cond_new = cond_old.at[:, k].set(_conditional_terms(problem.X, masks_new[k][None], state.delta,
+                                                            state.Omega)[:, 0])
+    affected = ~forced_units(problem, n) & (problem.allowed[:, k] | (variant == "fs"))
+    order = jnp.argsort(jnp.where(affected, jax.random.uniform(k_order, (n,)), 2.0))
+    image = unit_images(problem, n)
+    counts = jnp.zeros((problem.image_slots.shape[0], n_concepts)).at[image].add(
+        jax.nn.one_hot(state.Y, n_concepts))
+    # entries 0..K: the concepts under M, K+1..2K+1: under M' (kept current by rank-one moves, see collapsed_niw)
+    both = lambda a: jnp.concatenate([a, a])
+    cache = predictive_cache(problem.concept_prior, *map(both, stats), jnp.concatenate([masks_old, masks_new]))
+
+    def body(t, carry):
+        Y, cache, counts, log_rev = carry
+        u = order[t]
+        x, c_old = problem.X[u], Y[u]
+        out = jax.nn.one_hot(c_old, n_concepts)
+        cache = cache_move(cache, x, jnp.stack([c_old, c_old + n_concepts]), -1.0)
+        others = counts[image[u]] - out
+        needed = problem.keyword_mask[image[u]] & (others < 0.5)   # keywords only this unit covers
+        allowed_now = jnp.where(needed.any(), needed, problem.allowed[u])
+        pred = cache_log_predictive(cache, x)
+        # log Pr(Y_u = c | o_t, M) and under M': eq. 6's predictive times the irrelevant features' conditional
+        lp_old = jax.nn.log_softmax(jnp.where(allowed_now, pred[:n_concepts] + cond_old[u], -jnp.inf))
+        lp_new = jax.nn.log_softmax(jnp.where(allowed_now, pred[n_concepts:] + cond_new[u], -jnp.inf))
+        y = jnp.argmax(lp_new + gumbel[t])          # Gumbel-max draw from lp_new (noise drawn outside the loop)
+        into = jax.nn.one_hot(y, n_concepts)
+        return (Y.at[u].set(y.astype(Y.dtype)), cache_move(cache, x, jnp.stack([y, y + n_concepts]), 1.0),
+                counts.at[image[u]].set(others + into), log_rev + lp_old[c_old] - lp_new[c_old])
+
+    gumbel = jax.random.gumbel(k_loop, (n, n_concepts))
+    Y_new, _, _, log_rev = jax.lax.fori_loop(0, affected.sum(), body, (state.Y, cache, counts, jnp.asarray(0.0)))
+    accept = jnp.log(jax.random.uniform(k_acc)) < flip + log_rev
+    warm = (state.iteration < state.num_warmup).astype(jnp.float64)
+    state = state._replace(joint_tries=state.joint_tries.at[k, j].add(warm),
+                           joint_accepts=state.joint_accepts.at[k, j].add(warm * accept))
+    return (state._replace(M=jnp.where(accept, M_new, state.M), Y=jnp.where(accept, Y_new, state.Y)),
+            accept.astype(jnp.float64))
