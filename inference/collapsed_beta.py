@@ -28,6 +28,13 @@ function of (gamma, delta2) alone: the Newton steps always start from the anchor
 Z | beta (the sweep's Z step does that).
 Cost per sweep: (1 + 1) x ``NEWTON_STEPS`` Newton steps O(N K_max^2 + K_max^3) plus (2 + tries) likelihood
 evaluations O(N); worth it for small active sets.
+
+Memoized fits (``FitTable``, ``empty_anchor(..., table=True)``; the default for a fixed active set): the fit
+is taken at the nearest node of a log delta2 grid (``GRID_STEP``) instead of at delta2 itself, computed once per
+node (``TABLE_NEWTON_STEPS`` from the anchor) and looked up afterwards. q(. | delta2) is still a deterministic
+function of (gamma, delta2), so the move stays exact, and a sweep then costs (2 + tries) likelihood evaluations
+(2.4x faster on the 600-point benchmark problem). The lookup is a lax.cond: under vmap both of its branches
+run, so vectorized chains recompute a fit per lookup (run such chains with ``chain_method="sequential"``).
 """
 from __future__ import annotations
 
@@ -43,7 +50,8 @@ from zoo.inference.orthant_sampler import (GroupLayout, group_log_likelihood_fro
                                            pure_group_terms, sign_marginals_from_log_probs, sub_layout)
 from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards
 
-__all__ = ["LaplaceFit", "AnchorCache", "empty_anchor", "ensure_anchor", "laplace_fit", "collapsed_beta_move",
+__all__ = ["LaplaceFit", "FitTable", "AnchorCache", "empty_anchor", "ensure_anchor", "laplace_fit", "proposal_fit",
+           "grid_cell", "grid_log_delta2", "collapsed_beta_move",
            "CollapsedData", "log_target", "NEWTON_STEPS", "ANCHOR_STEPS", "T_DOF", "chi_square_shapes"]
 
 #: Newton steps from the anchor to each proposal's centre, and from 0 to the anchor
@@ -52,6 +60,12 @@ ANCHOR_STEPS = 12
 #: degrees of freedom of the multivariate t proposal (heavier tails than the Laplace normal: the posterior of
 #: beta is skewed along nearly separating directions)
 T_DOF = 8.0
+#: the log delta2 grid of the memoized fits (``FitTable``): nodes GRID_STEP apart on [-16, 16]
+GRID_STEP = 0.25
+GRID_HALF = 64
+GRID_CELLS = 2 * GRID_HALF + 1
+#: Newton steps from the anchor for a memoized fit (computed once per grid cell and active set)
+TABLE_NEWTON_STEPS = 8
 
 
 class CollapsedData(NamedTuple):
@@ -70,16 +84,44 @@ class LaplaceFit(NamedTuple):
     log_det_half: jnp.ndarray  # () sum log diag(chol) = log |P|^(1/2)
 
 
+class FitTable(NamedTuple):
+    """Proposal fits memoized on a grid of log delta2 (``GRID_STEP``), for one active set: row c holds the fit at
+    delta2 = exp(grid_log_delta2(c)), valid where ``filled``."""
+    mean: jnp.ndarray          # (G, K_max)
+    chol: jnp.ndarray          # (G, K_max, K_max)
+    log_det_half: jnp.ndarray  # (G,)
+    filled: jnp.ndarray        # (G,) bool
+
+
 class AnchorCache(NamedTuple):
-    """The Newton start point for one active set (a function of gamma only), and the set it belongs to."""
+    """The Newton start point for one active set (a function of gamma only), the set it belongs to, and (with
+    ``table=True`` in ``empty_anchor``) the proposal fits of that set memoized on the log delta2 grid."""
     point: jnp.ndarray         # (K_max,)
     members: jnp.ndarray       # (K_max,) int, slot order of the set it was computed for
     count: jnp.ndarray         # () int; -1: nothing cached yet
+    table: Optional[FitTable] = None
 
 
-def empty_anchor(capacity: int, dtype) -> AnchorCache:
+def empty_anchor(capacity: int, dtype, table: bool = False) -> AnchorCache:
+    """An empty cache; ``table``: also memoize the proposal fits on the log delta2 grid (worth it when the active
+    set stays fixed: each sweep then costs likelihood evaluations only; memory GRID_CELLS x capacity^2)."""
+    fits = None
+    if table:
+        fits = FitTable(mean=jnp.zeros((GRID_CELLS, capacity), dtype),
+                        chol=jnp.broadcast_to(jnp.eye(capacity, dtype=dtype), (GRID_CELLS, capacity, capacity)),
+                        log_det_half=jnp.zeros(GRID_CELLS, dtype), filled=jnp.zeros(GRID_CELLS, bool))
     return AnchorCache(point=jnp.zeros(capacity, dtype), members=jnp.zeros(capacity, jnp.int32),
-                       count=jnp.asarray(-1, jnp.int32))
+                       count=jnp.asarray(-1, jnp.int32), table=fits)
+
+
+def grid_cell(log_delta2) -> jnp.ndarray:
+    """The grid cell of log delta2 (nearest node; clipped to the grid's ends, so every delta2 has one)."""
+    cell = jnp.round(log_delta2 / GRID_STEP) + GRID_HALF
+    return jnp.clip(jnp.where(jnp.isnan(cell), GRID_HALF, cell), 0, GRID_CELLS - 1).astype(jnp.int32)
+
+
+def grid_log_delta2(cell) -> jnp.ndarray:
+    return (cell - GRID_HALF) * GRID_STEP
 
 
 def _scatter_slots(values: jnp.ndarray, layout: GroupLayout, n: int) -> jnp.ndarray:
@@ -155,11 +197,32 @@ def _newton(start, rows, gram_a, mask, data: CollapsedData, delta2_of: Callable,
     return lax.fori_loop(0, n_steps, step, (start, jnp.eye(start.shape[0], dtype=start.dtype)))
 
 
-def laplace_fit(anchor: jnp.ndarray, rows, gram_a, mask, data: CollapsedData, delta2) -> LaplaceFit:
-    """The proposal at delta2: ``NEWTON_STEPS`` Newton steps from the anchor; the precision is the one of the
+def laplace_fit(anchor: jnp.ndarray, rows, gram_a, mask, data: CollapsedData, delta2,
+                n_steps: int = NEWTON_STEPS) -> LaplaceFit:
+    """The proposal at delta2: ``n_steps`` Newton steps from the anchor; the precision is the one of the
     last step (at the point before it: any deterministic choice keeps the move exact)."""
-    mean, chol = _newton(anchor, rows, gram_a, mask, data, lambda b: delta2, NEWTON_STEPS)
+    mean, chol = _newton(anchor, rows, gram_a, mask, data, lambda b: delta2, n_steps)
     return LaplaceFit(mean=mean, chol=chol, log_det_half=jnp.sum(jnp.log(jnp.diag(chol))))
+
+
+def proposal_fit(cache: AnchorCache, rows, gram_a, mask, data: CollapsedData, log_delta2):
+    """The proposal fit at log delta2 and the (possibly updated) cache. Without a table: ``laplace_fit`` at
+    delta2 itself. With one: the fit at the nearest grid node, computed once (``TABLE_NEWTON_STEPS`` from the
+    anchor) and then looked up. Either way a deterministic function of (gamma, delta2), as exactness needs."""
+    if cache.table is None:
+        return laplace_fit(cache.point, rows, gram_a, mask, data, jnp.exp(log_delta2)), cache
+    cell = grid_cell(log_delta2)
+
+    def fill(table: FitTable) -> FitTable:
+        fit = laplace_fit(cache.point, rows, gram_a, mask, data, jnp.exp(grid_log_delta2(cell)),
+                          TABLE_NEWTON_STEPS)
+        return FitTable(mean=table.mean.at[cell].set(fit.mean), chol=table.chol.at[cell].set(fit.chol),
+                        log_det_half=table.log_det_half.at[cell].set(fit.log_det_half),
+                        filled=table.filled.at[cell].set(True))
+
+    table = lax.cond(cache.table.filled[cell], lambda t: t, fill, cache.table)
+    fit = LaplaceFit(mean=table.mean[cell], chol=table.chol[cell], log_det_half=table.log_det_half[cell])
+    return fit, cache._replace(table=table)
 
 
 def ensure_anchor(cache: AnchorCache, aset: ActiveSet, rows, gram_a, data: CollapsedData, alpha0, beta0):
@@ -175,8 +238,9 @@ def ensure_anchor(cache: AnchorCache, aset: ActiveSet, rows, gram_a, data: Colla
     def rebuild(c):
         em_delta2 = lambda b: (beta0 + 0.5 * b @ gram_a @ b) / (alpha0 + 0.5 * k)  # noqa: E731
         point, _ = _newton(jnp.zeros_like(c.point), rows, gram_a, mask, data, em_delta2, ANCHOR_STEPS)
+        table = None if c.table is None else c.table._replace(filled=jnp.zeros_like(c.table.filled))
         return AnchorCache(point=point, members=aset.members.astype(c.members.dtype),
-                           count=aset.count.astype(c.count.dtype))
+                           count=aset.count.astype(c.count.dtype), table=table)
 
     return lax.cond(same, lambda c: c, rebuild, cache)
 
@@ -205,13 +269,15 @@ def log_target(loglik, quad, log_delta2, k, delta2_log_prior: Callable):
     return loglik - 0.5 * quad / delta2 - 0.5 * k * log_delta2 + delta2_log_prior(delta2) + log_delta2
 
 
-def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet, rows, gram_a: jnp.ndarray,
+def collapsed_beta_move(key, beta, delta2, anchor: AnchorCache, aset: ActiveSet, rows, gram_a: jnp.ndarray,
                         data: CollapsedData, delta2_log_prior: Callable, log_delta2_step, chi_square_gamma,
                         tries: int):
     """One joint (log delta2, beta) try and ``tries`` independence tries of beta (module docstring).
 
-    beta (K_max,) in slot order; rows (K_max, N) = Psi_a'; gram_a (K_max, K_max) = ``active_gram``; chi_square_gamma (1 + tries,) Gamma(nu/2, 1) draws.
-    Returns (beta, delta2, group log-likelihoods (G,) at the returned beta, number of accepted tries)."""
+    beta (K_max,) in slot order; anchor: the cache of this active set (``ensure_anchor``); rows (K_max, N) =
+    Psi_a'; gram_a (K_max, K_max) = ``active_gram``; chi_square_gamma (1 + tries,) Gamma(nu/2, 1) draws.
+    Returns (beta, delta2, group log-likelihoods (G,) at the returned beta, number of accepted tries, the cache
+    with any fits it memoized)."""
     mask = slot_mask(aset)
     k = aset.count.astype(beta.dtype)
     loglik_groups = lambda b: _group_log_likelihood(b @ rows, data)  # noqa: E731
@@ -219,7 +285,7 @@ def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet,
                                                delta2_log_prior)
     keys = jax.random.split(key, 3 + 2 * tries)
     log_d2 = jnp.log(delta2)
-    fit = laplace_fit(anchor, rows, gram_a, mask, data, delta2)
+    fit, anchor = proposal_fit(anchor, rows, gram_a, mask, data, log_d2)
     groups = loglik_groups(beta)
     current = target(beta, log_d2, groups) - _t_log_density(beta, fit, k)
 
@@ -229,7 +295,7 @@ def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet,
 
     # joint try: random walk on log delta2, beta from the proposal at the new delta2
     log_d2_new = log_d2 + log_delta2_step * jax.random.normal(keys[0])
-    fit_new = laplace_fit(anchor, rows, gram_a, mask, data, jnp.exp(log_d2_new))
+    fit_new, anchor = proposal_fit(anchor, rows, gram_a, mask, data, log_d2_new)
     beta_new = _t_draw(jax.random.normal(keys[1], beta.shape), chi_square_gamma[0], fit_new, mask)
     groups_new = loglik_groups(beta_new)
     proposed = target(beta_new, log_d2_new, groups_new) - _t_log_density(beta_new, fit_new, k)
@@ -255,4 +321,5 @@ def collapsed_beta_move(key, beta, delta2, anchor: jnp.ndarray, aset: ActiveSet,
         xs = (keys[3::2][:tries], keys[4::2][:tries], chi_square_gamma[1:])
         (beta, groups, current, n_accepted), _ = lax.scan(independence_try, (beta, groups, current, n_accepted),
                                                           xs)
-    return beta, jnp.exp(log_d2), groups, n_accepted
+
+    return beta, jnp.exp(log_d2), groups, n_accepted, anchor

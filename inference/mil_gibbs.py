@@ -87,6 +87,7 @@ class MILConfig(NamedTuple):
     rescale: bool = True               # the marginal-augmentation move (``kernel_selection.scale_move``)
     beta_move: str = "gibbs"           # "laplace": add the Z-collapsed MH move of (beta, delta2) (collapsed_beta)
     laplace_tries: int = 2             # its independence tries per sweep (besides the joint try)
+    laplace_table: Optional[bool] = None  # memoize its proposal fits on a log delta2 grid; None: when gamma is fixed
 
 
 class MILState(NamedTuple):
@@ -172,12 +173,20 @@ def _position(state_parts, n: int, store_z: bool) -> dict:
     return pos
 
 
+def _fit_table(config) -> bool:
+    """Whether the collapsed move memoizes its proposal fits (``collapsed_beta.FitTable``): by default when the
+    active set stays fixed (with kernel selection the set changes often and each change empties the table)."""
+    if config.beta_move != "laplace":
+        return False
+    return (not config.update_gamma) if config.laplace_table is None else bool(config.laplace_table)
+
+
 def _new_state(problem, config, key, aset, beta_active, delta2, z, loglik, **stats) -> MILState:
     """A state with the derived fields (position, b_active) filled in; ``stats`` override the defaults."""
     zero = jnp.zeros(())
     fields = dict(gamma_acceptance=zero, z_acceptance=jnp.ones(()), delta2_acceptance=jnp.ones(()),
                   capacity_hits=jnp.zeros((), jnp.int32), beta_acceptance=zero,
-                  anchor=empty_anchor(config.capacity, problem.psi.dtype))
+                  anchor=empty_anchor(config.capacity, problem.psi.dtype, table=_fit_table(config)))
     fields.update(stats)
     return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
                     aset=aset, beta_active=beta_active, delta2=delta2, z=z,
@@ -310,9 +319,9 @@ def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, confi
     anchor = ensure_anchor(anchor, aset, rows, gram_a, data, alpha0, beta0)
     # random-walk scale for log delta2 from the spread of its conditional, sd ~ (alpha0 + K/2)^(-1/2)
     step = 2.0 / jnp.sqrt(alpha0 + 0.5 * aset.count)
-    beta_active, delta2, groups, n_acc = collapsed_beta_move(key, beta_active, delta2, anchor.point, aset, rows,
-                                                             gram_a, data, log_prior, step, chi_square_gamma,
-                                                             config.laplace_tries)
+    beta_active, delta2, groups, n_acc, anchor = collapsed_beta_move(
+        key, beta_active, delta2, anchor, aset, rows, gram_a, data, log_prior, step, chi_square_gamma,
+        config.laplace_tries)
     return beta_active, delta2, anchor, n_acc.astype(jnp.float64) / (1 + config.laplace_tries), groups
 
 

@@ -179,12 +179,16 @@ def test_geweke_successive_conditional_measurement_model():
 
 
 @functools.lru_cache(maxsize=None)
-def _moved_by_collapsed_move(chi, n_moves: int):
-    """Compiled (vmapped) transition by the Z-collapsed (beta, delta2) move alone (gamma fixed, Z not used)."""
+def _moved_by_collapsed_move(chi, n_moves: int, joint_from_table: bool = False):
+    """Compiled (vmapped) transition by the Z-collapsed (beta, delta2) move alone (gamma fixed, Z not used).
+    ``joint_from_table``: the joint (log delta2, beta) try alone (no independence tries), with the proposal fits
+    memoized on the log delta2 grid (``collapsed_beta.FitTable``)."""
     from zoo.inference.collapsed_beta import chi_square_shapes
     from zoo.inference.kernel_selection import active_rows
     from zoo.inference.mil_gibbs import _collapsed_step, _hyper
     config = _setup("hybrid" if chi else "constraint")[6]._replace(beta_move="laplace")
+    if joint_from_table:
+        config = config._replace(laplace_tries=0, laplace_table=True, update_gamma=False)
     problem_for = _setup_problem_for(chi)
 
     def transition(key, gamma, beta, delta2, z, label, fraction):
@@ -209,10 +213,14 @@ def _moved_by_collapsed_move(chi, n_moves: int):
     return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
 
 
-@pytest.mark.parametrize("variant", ["constraint", pytest.param("hybrid", marks=pytest.mark.slow)])
-def test_collapsed_beta_move_alone_leaves_the_program_joint_invariant(variant):
+@pytest.mark.parametrize("variant, joint_from_table", [("constraint", False),
+                                                       pytest.param("constraint", True, marks=pytest.mark.slow),
+                                                       pytest.param("hybrid", False, marks=pytest.mark.slow)])
+def test_collapsed_beta_move_alone_leaves_the_program_joint_invariant(variant, joint_from_table):
     """The Z-collapsed Metropolis-Hastings move of (beta, delta2) by itself (gamma fixed, Z integrated out):
-    draws (theta, data) from the program, moved 3 times, must keep the joint law of (gamma, beta, delta2, data)."""
+    draws (theta, data) from the program, moved 3 times, must keep the joint law of (gamma, beta, delta2, data).
+    ``joint_from_table``: its joint (log delta2, beta) try alone, proposals from the memoized fits, 15 moves (3
+    do not show a proposal density taken from the fit of the old delta2's grid node, which 15 do: |z| 4.9)."""
     psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws = 6000
     fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(5), **kwargs)
@@ -220,8 +228,9 @@ def test_collapsed_beta_move_alone_leaves_the_program_joint_invariant(variant):
     fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
     half, ref = slice(n_draws, None), slice(0, n_draws)
     keys = jax.random.split(jax.random.PRNGKey(6), n_draws)
-    b, d2 = _moved_by_collapsed_move(chi, 3)(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half],
-                                             fwd["z"][half], label[half], fraction[half])
+    moved_by = _moved_by_collapsed_move(chi, 15 if joint_from_table else 3, joint_from_table)
+    b, d2 = moved_by(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half], fwd["z"][half], label[half],
+                     fraction[half])
     assert np.all(np.isfinite(np.asarray(b))) and np.all(np.asarray(d2) > 0)
     z_ref = fwd["z"][ref]    # Z is not part of the move: its column is dropped below (f-based columns stay)
     reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], z_ref, psi,

@@ -156,6 +156,38 @@ def test_collapsed_terms_pure_group_shortcut_equals_the_general_computation():
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
 
 
+def test_fit_table_memoizes_the_grid_node_fit_and_empties_on_a_new_active_set():
+    """The memoized proposal (fixed active set): the fit at the nearest log delta2 node, computed once from the
+    anchor (the same as a fresh fit there, whatever was looked up before), looked up afterwards, and forgotten
+    when the active set changes (its fits belong to another gamma)."""
+    from zoo.inference.collapsed_beta import (TABLE_NEWTON_STEPS, CollapsedData, empty_anchor, ensure_anchor,
+                                              grid_cell, grid_log_delta2, laplace_fit, proposal_fit)
+    from zoo.inference.linalg import active_gram, slot_mask
+    rng = np.random.default_rng(5)
+    layout = _layout()
+    n = int(np.asarray(layout.index).max()) + 1
+    X = rng.normal(size=(n, 2))
+    psi = jnp.asarray(np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1)))
+    gram = psi.T @ psi + 1e-8 * jnp.eye(n)
+    data = CollapsedData(layout=layout, kind=jnp.array([1, 2, 0]), log_weight=None)
+    aset = active_set_from_mask(gram, jnp.arange(n) < 3, 4)
+    rows, gram_a, mask = active_rows(aset, psi.T), active_gram(gram, aset), slot_mask(aset)
+    cache = ensure_anchor(empty_anchor(4, jnp.float64, table=True), aset, rows, gram_a, data, 2.0, 2.0)
+    for log_d2 in (0.3, -1.1, 0.33, 40.0):        # 0.33 shares 0.3's node; 40 lies past the grid's end
+        fit, cache = proposal_fit(cache, rows, gram_a, mask, data, jnp.asarray(log_d2))
+        node = grid_log_delta2(grid_cell(jnp.asarray(log_d2)))
+        assert abs(float(node) - min(log_d2, 16.0)) <= 0.125 + 1e-12
+        fresh = laplace_fit(cache.point, rows, gram_a, mask, data, jnp.exp(node), TABLE_NEWTON_STEPS)
+        for a, b in zip(fit, fresh):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+    assert int(cache.table.filled.sum()) == 3
+    smaller = active_set_from_mask(gram, jnp.arange(n) < 2, 4)
+    emptied = ensure_anchor(cache, smaller, active_rows(smaller, psi.T), active_gram(gram, smaller), data, 2.0, 2.0)
+    assert int(emptied.table.filled.sum()) == 0
+    kept = ensure_anchor(cache, aset, rows, gram_a, data, 2.0, 2.0)
+    assert int(kept.table.filled.sum()) == 3
+
+
 def test_log_ndtr_pair_and_hazards_accurate_over_the_whole_line():
     from scipy.special import log_ndtr as scipy_log_ndtr
     from scipy.special import erfcx
