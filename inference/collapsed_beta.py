@@ -33,7 +33,8 @@ Memoized fits (``FitTable``, ``empty_anchor(..., table=True)``; the default for 
 is taken at the nearest node of a log delta2 grid (``GRID_STEP``) instead of at delta2 itself, computed once per
 node (``TABLE_NEWTON_STEPS`` from the anchor) and looked up afterwards. q(. | delta2) is still a deterministic
 function of (gamma, delta2), so the move stays exact, and a sweep then costs (2 + tries) likelihood evaluations
-(2.4x faster on the 600-point benchmark problem). The lookup is a lax.cond: under vmap both of its branches
+(2.4x faster on the 600-point benchmark problem); the fits, converged now, also ended the independence tries'
+stuck runs at large delta2 there. The lookup is a lax.cond: under vmap both of its branches
 run, so vectorized chains recompute a fit per lookup (run such chains with ``chain_method="sequential"``).
 """
 from __future__ import annotations
@@ -321,5 +322,4 @@ def collapsed_beta_move(key, beta, delta2, anchor: AnchorCache, aset: ActiveSet,
         xs = (keys[3::2][:tries], keys[4::2][:tries], chi_square_gamma[1:])
         (beta, groups, current, n_accepted), _ = lax.scan(independence_try, (beta, groups, current, n_accepted),
                                                           xs)
-
     return beta, jnp.exp(log_d2), groups, n_accepted, anchor
