@@ -23,7 +23,8 @@ __all__ = ["ConceptPrior", "concept_niw_prior", "collapsed_concept_log_density",
            "niw_posterior", "niw_log_marginal", "gaussian_loglik_suffstats", "gaussian_logpdf_masked",
            "sample_masked_inverse_wishart", "sample_niw_masked", "suffstats", "sample_gamma", "sample_beta",
            "inverse_wishart_log_density", "niw_log_predictive",
-           "PredictiveCache", "predictive_cache", "cache_log_predictive", "cache_move", "shared_mask_log_density", "DeltaCollapsedTerms", "concept_delta_terms", "delta_collapsed_log_density", "delta_conditional"]
+           "PredictiveCache", "predictive_cache", "cache_log_predictive", "t_log_normalizer", "t_log_predictive",
+           "cache_quad", "concept_normalizer_table", "cache_log_predictive_loo", "cache_shift", "shared_mask_log_density", "DeltaCollapsedTerms", "concept_delta_terms", "delta_collapsed_log_density", "delta_conditional"]
 
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
@@ -370,28 +371,79 @@ def predictive_cache(cp: ConceptPrior, counts, totals, scatters, masks) -> Predi
                            masks)
 
 
+def t_log_normalizer(nu, rho, d) -> jnp.ndarray:
+    """The constant of ``niw_log_predictive`` (see ``t_log_predictive``): lgamma((nu + 1)/2) - lgamma(df/2)
+    - d/2 log(pi (rho + 1)/rho), df = nu - d + 1."""
+    return gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * (nu - d + 1.0)) - 0.5 * d * jnp.log(jnp.pi * (rho + 1.0) / rho)
+
+
+def t_log_predictive(nu, rho, d, quad, logdet, normalizer=t_log_normalizer) -> jnp.ndarray:
+    """``niw_log_predictive`` from the posterior's (nu, rho), the dimension d = |M|, quad = (x - mean)' S_MM^{-1}
+    (x - mean) on M and logdet = log|S_MM| (broadcasting): the multivariate t of eq. 6's ratio. With
+    df = nu - d + 1 and factor = (rho + 1) / (rho df), df factor = (rho + 1) / rho, so
+        log t = lgamma((nu + 1)/2) - lgamma(df/2) - d/2 log(pi (rho + 1)/rho) - logdet/2
+                - (nu + 1)/2 log(1 + quad rho / (rho + 1)).
+    ``normalizer(nu, rho, d)``: the first three terms (``t_log_normalizer``, or a lookup where they are known in
+    advance: ``concept_normalizer_table``)."""
+    return normalizer(nu, rho, d) - 0.5 * logdet - 0.5 * (nu + 1.0) * jnp.log1p(quad * rho / (rho + 1.0))
+
+
+def concept_normalizer_table(cp: ConceptPrior, masks, size: int):
+    """``t_log_normalizer`` as a lookup for cache entries with these masks (C, p) and up to size - 1 units each:
+    with nu = d + a_extra + c and rho = b + c (c units, ``concept_niw_prior``) it depends on c alone, and its two
+    gammaln terms are g(c + d) - g(c) with g(m) = gammaln((a_extra + 1 + m)/2). Why: in the joint move's sequential
+    unit loop the Lanczos series of gammaln took most of each step. Returns normalizer(nu, rho, d) -> (C,)."""
+    p = masks.shape[-1]
+    d = masks.astype(jnp.float64).sum(-1)
+    c = jnp.arange(size)
+    g = gammaln(0.5 * (cp.a_extra + 1.0 + jnp.arange(size + p)))
+    rho = cp.b + c
+    table = (g[c[None, :] + d[:, None].astype(jnp.int32)] - g[c][None, :]
+             - 0.5 * d[:, None] * jnp.log(jnp.pi * (rho + 1.0) / rho)[None, :])
+    rows = jnp.arange(masks.shape[0])
+    return lambda nu, rho, d_: table[rows, jnp.round(nu - d - cp.a_extra).astype(jnp.int32)]
+
+
+def cache_quad(cache: PredictiveCache, x) -> jnp.ndarray:
+    """(C,) (x - mean)' S_MM^{-1} (x - mean) on each entry's mask."""
+    r = (x - cache.mean) * cache.mask.astype(cache.mean.dtype)
+    return jnp.sum(cache.inv * r[:, :, None] * r[:, None, :], axis=(1, 2))   # elementwise: fuses on CPU
+
+
 def cache_log_predictive(cache: PredictiveCache, x) -> jnp.ndarray:
     """(C,) ``niw_log_predictive`` of x (p,) under every entry of the cache."""
-    m = cache.mask.astype(cache.mean.dtype)
-    d = m.sum(-1)
-    df = cache.nu - d + 1.0
-    factor = (cache.rho + 1.0) / (cache.rho * df)
-    r = (x - cache.mean) * m
-    q = jnp.sum(cache.inv * r[:, :, None] * r[:, None, :], axis=(1, 2)) / factor   # elementwise: fuses on CPU
-    return (gammaln(0.5 * (df + d)) - gammaln(0.5 * df) - 0.5 * d * jnp.log(df * jnp.pi)
-            - 0.5 * (cache.logdet + d * jnp.log(factor)) - 0.5 * (df + d) * jnp.log1p(q / df))
+    d = cache.mask.astype(cache.mean.dtype).sum(-1)
+    return t_log_predictive(cache.nu, cache.rho, d, cache_quad(cache, x), cache.logdet)
 
 
-def cache_move(cache: PredictiveCache, x, index, sign) -> PredictiveCache:
-    """Add (sign +1) or remove (sign -1; x must be among their units) x (p,) to / from the entries ``index`` (m,)."""
+def cache_log_predictive_loo(cache: PredictiveCache, x, own, normalizer=t_log_normalizer) -> jnp.ndarray:
+    """(C,) ``niw_log_predictive`` of x (p,) under every entry, where the entries ``own`` (C,) bool hold x among
+    their units and are evaluated with x left out, without changing the cache: removing x gives rho- = rho - 1,
+    nu- = nu - 1, x - mean- = rho / (rho - 1) (x - mean) and S- = S - s r r' (s = rho / (rho - 1), r = x - mean),
+    so with a = r' S^{-1} r, Sherman-Morrison and the determinant lemma give r' S-^{-1} r = a / (1 - s a) and
+    log|S-| = log|S| + log(1 - s a): scalars of the quadratic form the other entries need anyway. ``normalizer``: see
+    ``t_log_predictive``."""
+    d = cache.mask.astype(cache.mean.dtype).sum(-1)
+    a = cache_quad(cache, x)
+    rho_minus = jnp.where(own, cache.rho - 1.0, cache.rho)
+    s = cache.rho / jnp.where(own, rho_minus, 1.0)
+    one_minus = jnp.where(own, 1.0 - s * a, 1.0)
+    quad = jnp.where(own, s * s * a / one_minus, a)
+    return t_log_predictive(jnp.where(own, cache.nu - 1.0, cache.nu), rho_minus, d, quad,
+                            cache.logdet + jnp.log(one_minus), normalizer)
+
+
+def cache_shift(cache: PredictiveCache, x, sign) -> PredictiveCache:
+    """Add x (p,) to the entries where sign (C,) is +1, remove it (x among their units) where -1, leave the entries
+    where it is 0 (the rank-one updates of the block comment above, dense over the entries: no gather or scatter)."""
     sign = jnp.asarray(sign, cache.mean.dtype)
-    rho, mean, inv = cache.rho[index], cache.mean[index], cache.inv[index]
-    m = cache.mask[index].astype(mean.dtype)
-    r = (x - mean) * m
-    s = jnp.where(sign > 0, rho / (rho + 1.0), -rho / (rho - 1.0))
-    v = jnp.sum(inv * r[:, None, :], axis=-1)
+    m = cache.mask.astype(cache.mean.dtype)
+    r = (x - cache.mean) * m
+    rho_new = cache.rho + sign
+    s = sign * cache.rho / jnp.where(sign == 0, 1.0, rho_new)        # +rho/(rho+1), -rho/(rho-1), 0
+    v = jnp.sum(cache.inv * r[:, None, :], axis=-1)
     denom = 1.0 + s * jnp.sum(r * v, -1)
-    return PredictiveCache(cache.nu.at[index].add(sign), cache.rho.at[index].add(sign),
-                           cache.mean.at[index].set((rho[:, None] * mean + sign * x) / (rho + sign)[:, None]),
-                           cache.inv.at[index].set(inv - (s / denom)[:, None, None] * v[:, :, None] * v[:, None, :]),
-                           cache.logdet.at[index].add(jnp.log(denom)), cache.mask)
+    return cache._replace(nu=cache.nu + sign, rho=rho_new,
+                          mean=(cache.rho[:, None] * cache.mean + sign[:, None] * x) / rho_new[:, None],
+                          inv=cache.inv - (s / denom)[:, None, None] * v[:, :, None] * v[:, None, :],
+                          logdet=cache.logdet + jnp.log(denom))

@@ -178,27 +178,33 @@ def _init_chains_fn(problem, keys, num_warmup, *, variant):
     return jax.vmap(lambda k: init_state(problem, variant, k, num_warmup=num_warmup))(keys)
 
 
-def _run_chunk_fn(problem, state, n_active, *, variant, chunk, names):
+def _run_chunk_fn(problem, state, n_active, *, variant, chunk, names, vectorized=False):
     """``chunk`` sweeps of every chain (the first ``n_active`` applied), collecting ``names`` of ``z``; the problem
-    is an argument, so data of the same shapes reuse one compilation."""
+    is an argument, so data of the same shapes reuse one compilation. The chains run one after another (lax.map),
+    unbatched, unless ``vectorized``: under vmap the sweep's data-dependent loops and branches (the joint move's unit
+    loop and its skip of unchanged labels) turn into selects over the whole carry, about 2x the time per chain-sweep
+    (a single chain under vmap: 2.4 -> 5.9 ms per sweep on the bench problem)."""
     def one_chain(st):
         def body(s, i):
             s = jax.lax.cond(i < n_active, lambda t: gibbs_sweep(problem, variant, t), lambda t: t, s)
             return s, {k: s.z[k] for k in names}
         return jax.lax.scan(body, st, jnp.arange(chunk))
-    return jax.vmap(one_chain)(state)
+    if vectorized:
+        return jax.vmap(one_chain)(state)
+    return jax.lax.map(one_chain, state)
 
 
 _init_chains = jax.jit(_init_chains_fn, static_argnames=("variant",), compiler_options=FAST_COMPILE_OPTIONS)
-_run_chunk = jax.jit(_run_chunk_fn, static_argnames=("variant", "chunk", "names"))
-_run_chunk_fast_compile = jax.jit(_run_chunk_fn, static_argnames=("variant", "chunk", "names"),
+_run_chunk = jax.jit(_run_chunk_fn, static_argnames=("variant", "chunk", "names", "vectorized"))
+_run_chunk_fast_compile = jax.jit(_run_chunk_fn, static_argnames=("variant", "chunk", "names", "vectorized"),
                                   compiler_options=FAST_COMPILE_OPTIONS)
 
 
 def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2, num_warmup: int = 200,
               num_samples: int = 1000, thinning: int = 1, collect=None, progress_bar: bool = True,
-              chunk: int = 50, fast_compile: bool | None = None):
-    """Run ``num_chains`` chains (vectorized) of ``gibbs_sweep``: one compiled chunk of ``chunk`` sweeps reused for
+              chunk: int = 50, fast_compile: bool | None = None, vectorized: bool = False):
+    """Run ``num_chains`` chains of ``gibbs_sweep`` (one after another in one compiled chunk; ``vectorized``: under
+    vmap, see ``_run_chunk_fn``): one compiled chunk of ``chunk`` sweeps reused for
     warm-up and sampling (the same chain as ``numpyro.infer.MCMC`` with ``LabelFeatureGibbs``, compiled once).
     ``fast_compile``: compile without XLA's backend optimization (half the compile time, slower sweeps); None =
     when num_chains x (num_warmup + num_samples) x units <= FAST_COMPILE_WORK. Timings (benchmarks) pass False.
@@ -218,7 +224,8 @@ def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2,
     bar = tqdm(total=total, desc=f"{variant} collapsed Gibbs", disable=not progress_bar, leave=False)
     while done < total:
         n_active = min(chunk, total - done)
-        state, out = run_chunk(problem, state, jnp.asarray(n_active), variant=variant, chunk=chunk, names=names)
+        state, out = run_chunk(problem, state, jnp.asarray(n_active), variant=variant, chunk=chunk, names=names,
+                               vectorized=bool(vectorized))
         index = np.arange(done, done + n_active)
         sel = np.nonzero((index >= num_warmup) & ((index - num_warmup) % thinning == 0))[0]
         if sel.size:

@@ -3,11 +3,13 @@ al. 2007; exact for eq. 10 with (mu_k, Sigma_k) integrated out): ``joint_flip_re
 """
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 
-from zoo.inference.collapsed_niw import (cache_log_predictive, cache_move, gaussian_logpdf_masked, masked_cholesky,
-                                         predictive_cache)
+from zoo.inference.collapsed_niw import (cache_log_predictive_loo, cache_shift, concept_normalizer_table,
+                                         gaussian_logpdf_masked, masked_cholesky, predictive_cache)
 from zoo.inference.label_feature_flips import free_log_target
 from zoo.inference.label_feature_state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
                                                forced_units, free_rows, unit_images)
@@ -44,6 +46,12 @@ def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsSt
         pi(M', Y') q(Y | M, Y') / (pi(M, Y) q(Y' | M', Y)) = pi(M', Y) / pi(M, Y) prod_t p_M(Y_t | o_t) / p_M'(Y_t | o_t).
     Why: given Y, an uncertain indicator's flip is nearly deterministic (its labels follow it: on the benchmark
     problem fewer than 4 % of the flip conditionals lie in (0.05, 0.95)), so M and Y only move together.
+    Cost: the units are visited one by one (their conditionals depend on the labels drawn before), so the loop body
+    is kept small: each concept's eq. 8-9 posterior is cached (S_MM^{-1}, log|S_MM|) under M and, for the concepts
+    whose mask changes (FS all, CVFS only k), under M'; the unit's own concept is evaluated with the unit left out in
+    closed form (``cache_log_predictive_loo``), the t constants come from a table (``concept_normalizer_table``),
+    and only a changed label moves the cache (rank-one, ``cache_shift``; a real branch where the chain is not
+    vmapped). On the benchmark problem (100 units per move) this took the move from about 1.0 to 0.5 ms.
     Returns (state, accepted)."""
     n, p = problem.X.shape
     n_concepts = state.M.shape[0]
@@ -59,40 +67,57 @@ def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsSt
                             state.Omega).sum()
             - free_log_target(problem, variant, stats, free_rows(variant, state.M), state.alpha, state.delta,
                               state.Omega).sum())
+    concepts = jnp.arange(n_concepts)
+    # predictive cache entries (kept current by rank-one moves, see collapsed_niw): 0..K the concepts under M, then
+    # the concepts whose mask M' changes: FS all of them (K+1..2K+1), CVFS concept k only (entry K+1)
     if variant == "fs":   # the conditional factors do not depend on the label under one shared mask
         cond_old = cond_new = jnp.zeros((n, n_concepts))
+        concept_of = jnp.concatenate([concepts, concepts])
+        entry_masks = jnp.concatenate([masks_old, masks_new])
+        new_entry = concepts + n_concepts
     else:
         cond_old = _conditional_terms(problem.X, masks_old, state.delta, state.Omega)
         cond_new = cond_old.at[:, k].set(_conditional_terms(problem.X, masks_new[k][None], state.delta,
                                                             state.Omega)[:, 0])
+        concept_of = jnp.concatenate([concepts, k[None]])
+        entry_masks = jnp.concatenate([masks_old, masks_new[k][None]])
+        new_entry = concepts.at[k].set(n_concepts)
     affected = ~forced_units(problem, n) & (problem.allowed[:, k] | (variant == "fs"))
     order = jnp.argsort(jnp.where(affected, jax.random.uniform(k_order, (n,)), 2.0))
     image = unit_images(problem, n)
     counts = jnp.zeros((problem.image_slots.shape[0], n_concepts)).at[image].add(
         jax.nn.one_hot(state.Y, n_concepts))
-    # entries 0..K: the concepts under M, K+1..2K+1: under M' (kept current by rank-one moves, see collapsed_niw)
-    both = lambda a: jnp.concatenate([a, a])
-    cache = predictive_cache(problem.concept_prior, *map(both, stats), jnp.concatenate([masks_old, masks_new]))
+    cache = predictive_cache(problem.concept_prior, *(a[concept_of] for a in stats), entry_masks)
+    normalizer = concept_normalizer_table(problem.concept_prior, entry_masks, n + 2)
+    # the loop's per-unit inputs in visiting order (one slice per step); the Gumbel noise of the label draws
+    X_t, image_t, allowed_t = problem.X[order], image[order], problem.allowed[order]
+    cond_t = jnp.stack([cond_old[order], cond_new[order]], axis=1)                     # (n, 2, K+1)
+    gumbel = jax.random.gumbel(k_loop, (n, n_concepts))
+
+    def relabel(t, c_old, y, carry):
+        # unit order[t] leaves concept c_old for y: rank-one moves of the entries of both concepts (under M and M')
+        Y, cache, counts = carry
+        sign = (concept_of == y).astype(X_t.dtype) - (concept_of == c_old).astype(X_t.dtype)
+        return (Y.at[order[t]].set(y), cache_shift(cache, X_t[t], sign),
+                counts.at[image_t[t]].add(jax.nn.one_hot(y, n_concepts) - jax.nn.one_hot(c_old, n_concepts)))
 
     def body(t, carry):
         Y, cache, counts, log_rev = carry
-        u = order[t]
-        x, c_old = problem.X[u], Y[u]
-        out = jax.nn.one_hot(c_old, n_concepts)
-        cache = cache_move(cache, x, jnp.stack([c_old, c_old + n_concepts]), -1.0)
-        others = counts[image[u]] - out
-        needed = problem.keyword_mask[image[u]] & (others < 0.5)   # keywords only this unit covers
-        allowed_now = jnp.where(needed.any(), needed, problem.allowed[u])
-        pred = cache_log_predictive(cache, x)
-        # log Pr(Y_u = c | o_t, M) and under M': eq. 6's predictive times the irrelevant features' conditional
-        lp_old = jax.nn.log_softmax(jnp.where(allowed_now, pred[:n_concepts] + cond_old[u], -jnp.inf))
-        lp_new = jax.nn.log_softmax(jnp.where(allowed_now, pred[n_concepts:] + cond_new[u], -jnp.inf))
-        y = jnp.argmax(lp_new + gumbel[t])          # Gumbel-max draw from lp_new (noise drawn outside the loop)
-        into = jax.nn.one_hot(y, n_concepts)
-        return (Y.at[u].set(y.astype(Y.dtype)), cache_move(cache, x, jnp.stack([y, y + n_concepts]), 1.0),
-                counts.at[image[u]].set(others + into), log_rev + lp_old[c_old] - lp_new[c_old])
+        c_old = Y[order[t]]
+        others = counts[image_t[t]] - jax.nn.one_hot(c_old, n_concepts)
+        needed = problem.keyword_mask[image_t[t]] & (others < 0.5)   # keywords only this unit covers
+        allowed_now = jnp.where(needed.any(), needed, allowed_t[t])
+        # eq. 6's predictive given the other units (o_t): the cache holds the unit in c_old, left out in closed form
+        pred = cache_log_predictive_loo(cache, X_t[t], concept_of == c_old, normalizer)
+        # log Pr(Y_u = c | o_t, M) (row 0) and under M' (row 1): the predictive times the irrelevant features'
+        # conditional, both normalized in one pass
+        logits = jnp.stack([pred[:n_concepts], pred[new_entry]]) + cond_t[t]
+        lp = jax.nn.log_softmax(jnp.where(allowed_now, logits, -jnp.inf), axis=-1)
+        y = jnp.argmax(lp[1] + gumbel[t]).astype(Y.dtype)   # Gumbel-max draw from the M' conditional
+        # most draws keep the label: then nothing changes (a real branch where the chain is not vmapped)
+        Y, cache, counts = jax.lax.cond(y != c_old, partial(relabel, t, c_old, y), lambda c: c, (Y, cache, counts))
+        return Y, cache, counts, log_rev + lp[0, c_old] - lp[1, c_old]
 
-    gumbel = jax.random.gumbel(k_loop, (n, n_concepts))
     Y_new, _, _, log_rev = jax.lax.fori_loop(0, affected.sum(), body, (state.Y, cache, counts, jnp.asarray(0.0)))
     accept = jnp.log(jax.random.uniform(k_acc)) < flip + log_rev
     warm = (state.iteration < state.num_warmup).astype(jnp.float64)

@@ -157,11 +157,18 @@ def _forward_one(k):
     return v, keep
 
 
-_forward_batch = fast_jit(jax.vmap(_forward_one))
+# lax.map in batches of 500, not one vmap over all the draws: batched LAPACK calls (the program's inverse-Wishart
+# draws) over thousands of elements deadlocked JAX 0.10.2 on 2 cores
+# (batches by hand: lax.map's batch_size reshapes with -1, which fails on the program's zero-size sites)
+@fast_jit
+def _forward_batch(keys, batch=500):
+    n = keys.shape[0]
+    out = jax.lax.map(jax.vmap(_forward_one), keys.reshape((n // batch, batch) + keys.shape[1:]))
+    return jax.tree_util.tree_map(lambda a: a.reshape((n,) + a.shape[2:]), out)
 
 
 def _forward_draws(key, n):
-    """Marginal-conditional simulator: the kept draws of ``n`` tries."""
+    """Marginal-conditional simulator: the kept draws of ``n`` tries (a multiple of 500)."""
     values, keep = _forward_batch(jax.random.split(key, n))
     keep = np.asarray(keep)
     return {k: np.asarray(v)[keep] for k, v in values.items()}
