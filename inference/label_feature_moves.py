@@ -85,15 +85,18 @@ def temporary_concept_params(problem, variant, state, key):
     return jax.vmap(one)(keys, count, total, scatter, masks)
 
 
-def unit_concept_loglik(X, masks, mu, Sigma, delta, Omega):
-    """(n, K+1) log p(x_i | Y = k, mu_k, Sigma_k, M_k, delta, Omega): eq. 5 with the temporary parameters."""
+def unit_concept_loglik(X, masks, mu, Sigma, delta, Omega, shared_mask=False):
+    """(n, K+1) log p(x_i | Y = k, mu_k, Sigma_k, M_k, delta, Omega): eq. 5 with the temporary parameters.
+    ``shared_mask`` (FULL, FS: every row of ``masks`` the same): the conditional factor of the irrelevant features
+    is the same for every concept, so it is evaluated once."""
     p = X.shape[1]
     base = gaussian_logpdf_masked(X, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
+    cond_of = lambda m: gaussian_logpdf_masked(X, delta, masked_cholesky(Omega, m), m)
+    shared = cond_of(masks[0]) if shared_mask else None
 
     def one(m, mu_k, sigma_k):
         rel = gaussian_logpdf_masked(X, mu_k, masked_cholesky(sigma_k, m), m)
-        cond = gaussian_logpdf_masked(X, delta, masked_cholesky(Omega, m), m)
-        return rel + base - cond
+        return rel + base - (shared if shared_mask else cond_of(m))
 
     return jax.vmap(one, out_axes=1)(masks, mu, Sigma)
 
@@ -136,7 +139,8 @@ def label_step(problem: RegionProblem, variant: str, state: GibbsState, key):
     k_par, k_lab = jax.random.split(key)
     mu, Sigma = temporary_concept_params(problem, variant, state, k_par)
     masks = concept_masks_of(variant, state.M)
-    loglik = unit_concept_loglik(problem.X, masks, mu, Sigma, state.delta, state.Omega)
+    loglik = unit_concept_loglik(problem.X, masks, mu, Sigma, state.delta, state.Omega,
+                                 shared_mask=variant != "cvfs")
     # pointwise log-likelihood for az.loo: the S_i-uniform mixture (lambda uniform, Sec. 3)
     n_allowed = problem.allowed.sum(-1)
     unit_loglik = logsumexp(jnp.where(problem.allowed, loglik, -jnp.inf), axis=-1) - jnp.log(n_allowed)
