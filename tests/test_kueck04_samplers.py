@@ -172,20 +172,21 @@ def test_fit_table_memoizes_the_grid_node_fit_and_empties_on_a_new_active_set():
     data = CollapsedData(layout=layout, kind=jnp.array([1, 2, 0]), log_weight=None)
     aset = active_set_from_mask(gram, jnp.arange(n) < 3, 4)
     rows, gram_a, mask = active_rows(aset, psi.T), active_gram(gram, aset), slot_mask(aset)
-    cache = ensure_anchor(empty_anchor(4, jnp.float64, table=True), aset, rows, gram_a, data, 2.0, 2.0)
+    # compiled once each (run eagerly, the Newton loops took 25 s)
+    ensure = jax.jit(lambda c, a: ensure_anchor(c, a, active_rows(a, psi.T), active_gram(gram, a), data, 2.0, 2.0))
+    lookup = jax.jit(lambda c, log_d2: proposal_fit(c, rows, gram_a, mask, data, log_d2))
+    fresh_fit = jax.jit(lambda point, log_d2: laplace_fit(point, rows, gram_a, mask, data, jnp.exp(log_d2),
+                                                          TABLE_NEWTON_STEPS))
+    cache = ensure(empty_anchor(4, jnp.float64, table=True), aset)
     for log_d2 in (0.3, -1.1, 0.33, 40.0):        # 0.33 shares 0.3's node; 40 lies past the grid's end
-        fit, cache = proposal_fit(cache, rows, gram_a, mask, data, jnp.asarray(log_d2))
+        fit, cache = lookup(cache, jnp.asarray(log_d2))
         node = grid_log_delta2(grid_cell(jnp.asarray(log_d2)))
         assert abs(float(node) - min(log_d2, 16.0)) <= 0.125 + 1e-12
-        fresh = laplace_fit(cache.point, rows, gram_a, mask, data, jnp.exp(node), TABLE_NEWTON_STEPS)
-        for a, b in zip(fit, fresh):
+        for a, b in zip(fit, fresh_fit(cache.point, node)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
     assert int(cache.table.filled.sum()) == 3
-    smaller = active_set_from_mask(gram, jnp.arange(n) < 2, 4)
-    emptied = ensure_anchor(cache, smaller, active_rows(smaller, psi.T), active_gram(gram, smaller), data, 2.0, 2.0)
-    assert int(emptied.table.filled.sum()) == 0
-    kept = ensure_anchor(cache, aset, rows, gram_a, data, 2.0, 2.0)
-    assert int(kept.table.filled.sum()) == 3
+    assert int(ensure(cache, active_set_from_mask(gram, jnp.arange(n) < 2, 4)).table.filled.sum()) == 0
+    assert int(ensure(cache, aset).table.filled.sum()) == 3
 
 
 def test_log_ndtr_pair_and_hazards_accurate_over_the_whole_line():
