@@ -148,3 +148,19 @@ def test_svi_on_user_program():
     assert post.shape == (1, 400)
     assert abs(post.mean() - y.mean() * 100 / (100 + 0.01)) < 0.05 and abs(post.std() - 0.1) < 0.03
     assert np.all(np.diff(fit.idata.sample_stats["objective"].values[0, 0, -200:]) < 50)
+
+
+def test_small_loop_flag_is_added_once_and_respects_the_user():
+    from zoo._config import SMALL_LOOP_BYTES, _small_loops_as_one_function
+    env = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
+    assert _small_loops_as_one_function(env)
+    assert env["XLA_FLAGS"] == ("--xla_cpu_multi_thread_eigen=false --xla_backend_extra_options="
+                                f"xla_cpu_small_while_loop_byte_threshold={SMALL_LOOP_BYTES}")
+    assert not _small_loops_as_one_function(env)                       # already there: unchanged
+    assert env["XLA_FLAGS"].count("xla_backend_extra_options") == 1
+    user = {"XLA_FLAGS": "--xla_backend_extra_options=foo=1"}
+    assert not _small_loops_as_one_function(user) and user["XLA_FLAGS"] == "--xla_backend_extra_options=foo=1"
+    off = {"ZOO_XLA_SMALL_LOOPS": "0"}
+    assert not _small_loops_as_one_function(off) and "XLA_FLAGS" not in off
+    empty = {}
+    assert _small_loops_as_one_function(empty) and empty["XLA_FLAGS"].startswith("--xla_backend_extra_options=")
