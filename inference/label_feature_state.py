@@ -35,7 +35,8 @@ class RegionProblem(NamedTuple):
     uniformly random element (the paper), True = the elements in a fresh random order each sweep, cycled;
     omega_steps: Metropolis-Hastings steps of Omega with delta integrated out per sweep (CVFS, ``omega_step``;
     0 = none); omega_dof: degrees of freedom of its inverse-Wishart random-walk proposal (larger = smaller steps);
-    joint_moves: joint moves of one indicator and the labels it affects per sweep (``joint_flip_relabel_step``).
+    joint_moves: joint moves of one indicator and the labels it affects per sweep (``joint_flip_relabel_step``);
+    joint_pick_prior: the pseudo-acceptances a of the joint moves' indicator weights (accepted + a) / (tried + 1).
     """
     X: jnp.ndarray
     allowed: jnp.ndarray
@@ -53,6 +54,7 @@ class RegionProblem(NamedTuple):
     omega_steps: jnp.ndarray = 0
     omega_dof: jnp.ndarray = 100.0
     joint_moves: jnp.ndarray = 0
+    joint_pick_prior: jnp.ndarray = 0.1
 
 
 class GibbsState(NamedTuple):
