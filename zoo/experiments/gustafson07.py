@@ -350,8 +350,12 @@ def bench_cvfs(fast: bool = False) -> dict:
     the systematic scan (p flips per sweep) without and with (the default) the joint (indicator, labels) moves, vs
     NumPyro's generic samplers on the same collapsed program.
 
-    Protocol: ``n_chains`` independent single-chain runs per sampler (one CPU thread: ``zoo bench`` sets
-    OMP_NUM_THREADS=1 and XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1).
+    Protocol: ``n_chains`` independent single-chain runs per sampler, both sides in one process under the same
+    flags (``zoo bench`` sets OMP_NUM_THREADS=1 and XLA_FLAGS=--xla_cpu_multi_thread_eigen=false; ``import zoo``
+    adds the small-loop flag of ``zoo._config``, which speeds up NumPyro's samplers too: DiscreteHMCGibbs 2.2 ->
+    1.6-1.7 ms per iteration). XLA's CPU runtime still hands work to its thread pool, so each side uses up to 2
+    cores; pinning the whole process to one core (taskset) would favour zoo (its sweep 1.8 -> 1.3 ms, while
+    DiscreteHMCGibbs went 4 -> 11 ms per iteration), so the unpinned figures are the ones reported.
     zoo: the compiled chunk is reused, the first run's excess time is the compile time, time per iteration = mean
     run time of the best later run / (warm-up + draws). NumPyro: ``MCMC.warmup`` (includes compilation, reported as
     the warm-up time minus the warm-up iterations at the sampling rate), then the draws timed alone (best chain). ESS = ArviZ multi-chain bulk ESS over the chains, per
