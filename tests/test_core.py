@@ -154,8 +154,8 @@ def test_small_loop_flag_is_added_once_and_respects_the_user():
     from zoo._config import SMALL_LOOP_BYTES, _small_loops_as_one_function
     env = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
     assert _small_loops_as_one_function(env)
-    assert env["XLA_FLAGS"] == ("--xla_cpu_multi_thread_eigen=false --xla_backend_extra_options="
-                                f"xla_cpu_small_while_loop_byte_threshold={SMALL_LOOP_BYTES}")
+    assert env["XLA_FLAGS"] == (f"--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold="
+                                f"{SMALL_LOOP_BYTES} --xla_cpu_multi_thread_eigen=false")
     assert not _small_loops_as_one_function(env)                       # already there: unchanged
     assert env["XLA_FLAGS"].count("xla_backend_extra_options") == 1
     user = {"XLA_FLAGS": "--xla_backend_extra_options=foo=1"}

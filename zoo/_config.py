@@ -31,8 +31,9 @@ def _small_loops_as_one_function(environ=os.environ) -> bool:
     flags = environ.get("XLA_FLAGS", "")
     if environ.get("ZOO_XLA_SMALL_LOOPS", "1") == "0" or "xla_backend_extra_options" in flags:
         return False
+    # first: XLA's parser stops at the first word of XLA_FLAGS that is not a --flag
     environ["XLA_FLAGS"] = (
-        f"{flags} --xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold={SMALL_LOOP_BYTES}").strip()
+        f"--xla_backend_extra_options=xla_cpu_small_while_loop_byte_threshold={SMALL_LOOP_BYTES} {flags}").strip()
     return True
 
 

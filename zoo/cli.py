@@ -16,10 +16,11 @@ def _single_thread_env() -> None:
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     os.environ["MKL_NUM_THREADS"] = "1"
+    # (XLA's flag parser stops at the first word that is not a --flag: an earlier version appended the TensorFlow
+    # option "intra_op_parallelism_threads=1" here, which silently dropped every flag after it)
     flags = os.environ.get("XLA_FLAGS", "")
-    if "intra_op_parallelism_threads" not in flags:
-        os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false "
-                                   "intra_op_parallelism_threads=1").strip()
+    if "xla_cpu_multi_thread_eigen" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
 
 
 def _cmd_list(args) -> int:
