@@ -331,16 +331,19 @@ def _ess(M: np.ndarray, index: np.ndarray) -> np.ndarray:
     return np.where(sub.reshape(-1, index.size).std(0) > 0, ess, 0.0)
 
 
-def _timed_chains(run_one, n_chains: int):
-    """Run ``run_one(chain) -> M (draw, p)`` for each chain; the first run includes compilation. Returns
-    (M (chain, draw, p), seconds per run after the first, compile seconds = first run - the others' mean)."""
-    draws, seconds = [], []
+def _interleaved_runs(runners: dict, n_chains: int):
+    """Run chain c of every sampler before chain c + 1 of any (the machine's speed drifts over minutes; running
+    each sampler's chains back to back put the samplers in different periods). ``runners``: name ->
+    run(chain) -> (M (draw, p), seconds per iteration, compile seconds or None). Returns name -> (M (chain, draw, p),
+    best seconds per iteration over the chains after the first, compile seconds of the first chain)."""
+    out = {name: ([], [], []) for name in runners}
     for chain in range(n_chains):
-        t0 = time.perf_counter()
-        draws.append(np.asarray(run_one(chain)))
-        seconds.append(time.perf_counter() - t0)
-    rest = float(np.min(seconds[1:])) if n_chains > 1 else seconds[0]     # best of the compiled runs
-    return np.stack(draws), rest, max(seconds[0] - rest, 0.0)
+        for name, run in runners.items():
+            M, per_iter, compile_s = run(chain)
+            for bucket, value in zip(out[name], (np.asarray(M), per_iter, compile_s)):
+                bucket.append(value)
+    return {name: (np.stack(M), float(np.min(per_iter[1:] if n_chains > 1 else per_iter)), compile_s[0])
+            for name, (M, per_iter, compile_s) in out.items()}
 
 
 @register_benchmark("cvfs", peer="NumPyro DiscreteHMCGibbs(NUTS) and MixedHMC(HMC) on the same collapsed FS model")
@@ -356,8 +359,9 @@ def bench_cvfs(fast: bool = False) -> dict:
     1.6-1.7 ms per iteration). XLA's CPU runtime still hands work to its thread pool, so each side uses up to 2
     cores; pinning the whole process to one core (taskset) would favour zoo (its sweep 1.8 -> 1.3 ms, while
     DiscreteHMCGibbs went 4 -> 11 ms per iteration), so the unpinned figures are the ones reported.
-    zoo: the compiled chunk is reused, the first run's excess time is the compile time, time per iteration = mean
-    run time of the best later run / (warm-up + draws). NumPyro: ``MCMC.warmup`` (includes compilation, reported as
+    The chains are interleaved (chain c of every sampler, then chain c + 1: ``_interleaved_runs``).
+    zoo: the compiled chunk is reused, the first run's excess time is the compile time, time per iteration = run
+    time of the best later run / (warm-up + draws). NumPyro: ``MCMC.warmup`` (includes compilation, reported as
     the warm-up time minus the warm-up iterations at the sampling rate), then the draws timed alone (best chain). ESS = ArviZ multi-chain bulk ESS over the chains, per
     indicator, averaged over the indicators that are uncertain in the pooled draws (``_uncertain_indicators``);
     ESS/s = ESS / (n_chains x draws x time per iteration)."""
@@ -377,25 +381,30 @@ def bench_cvfs(fast: bool = False) -> dict:
                                                                            joint_moves=0),
             f"zoo, systematic scan ({p} flips per sweep), no joint moves": region_problem(spec, arrays, joint_moves=0),
             default: region_problem(spec, arrays)}
-    draws, timing = {}, {}
-    for label, problem in ours.items():
-        def run_one(chain, problem=problem):
+    first_seconds = {}
+
+    def zoo_run(label, problem):
+        def run(chain):
+            t0 = time.perf_counter()
             out, _ = run_gibbs(problem, "fs", jax.random.PRNGKey(chain), num_chains=1, num_warmup=n_warm,
                                num_samples=n_samples, collect=("M",), progress_bar=False, chunk=100,
                                fast_compile=False)
-            return out["M"][0, :, 0]
-        draws[label], seconds, compile_s = _timed_chains(run_one, n_chains)
-        timing[label] = (seconds / (n_warm + n_samples), compile_s)
+            M = np.asarray(out["M"][0, :, 0])
+            seconds = time.perf_counter() - t0
+            first_seconds.setdefault(label, seconds)      # the first run compiles (the excess is the compile time)
+            return M, seconds / (n_warm + n_samples), None
+        return run
 
+    runners = {label: zoo_run(label, problem) for label, problem in ours.items()}
     problem = ours[default]
     half = len(data.X) // 2
     args = (jnp.asarray(arrays.X), jnp.asarray(data.region_labels[:half] + 1), 4, problem.delta0, problem.Omega0)
     peers = {"NumPyro DiscreteHMCGibbs(NUTS)": lambda: DiscreteHMCGibbs(NUTS(collapsed_fs_program)),
              "NumPyro MixedHMC(HMC)": lambda: MixedHMC(HMC(collapsed_fs_program, trajectory_length=1.0),
                                                       num_discrete_updates=20)}
-    for name, make in peers.items():
-        M, per_iter, compile_s = [], [], []
-        for chain in range(n_chains):
+
+    def peer_run(make):
+        def run(chain):
             # warm-up (and compilation) first, then the draws timed alone from the warmed-up state
             mcmc = MCMC(make(), num_warmup=n_warm, num_samples=n_samples, num_chains=1, progress_bar=False)
             t0 = time.perf_counter()
@@ -403,12 +412,18 @@ def bench_cvfs(fast: bool = False) -> dict:
             warm_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             mcmc.run(mcmc.post_warmup_state.rng_key, *args)
-            sampling = time.perf_counter() - t0
-            M.append(np.asarray(mcmc.get_samples()["M"]))
-            per_iter.append(sampling / n_samples)
-            compile_s.append(max(warm_s - per_iter[-1] * n_warm, 0.0))
-        draws[name] = np.stack(M)
-        timing[name] = (float(np.min(per_iter)), compile_s[0])           # best chain, as for zoo
+            per_iter = (time.perf_counter() - t0) / n_samples
+            return np.asarray(mcmc.get_samples()["M"]), per_iter, max(warm_s - per_iter * n_warm, 0.0)
+        return run
+
+    runners.update({name: peer_run(make) for name, make in peers.items()})
+    runs = _interleaved_runs(runners, n_chains)
+    draws = {name: M for name, (M, _, _) in runs.items()}
+    timing = {}
+    for name, (_, per_iter, compile_s) in runs.items():
+        if name in ours:      # compile time = the first run's excess over the best later run
+            compile_s = max(first_seconds[name] - per_iter * (n_warm + n_samples), 0.0)
+        timing[name] = (per_iter, compile_s)
 
     index = _uncertain_indicators(draws)
     flat = {"uncertain indicators (0-based)": [int(i) for i in index], "chains": n_chains, "draws per chain": n_samples,
