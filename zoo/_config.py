@@ -18,9 +18,9 @@ jax.config.update("jax_enable_x64", True)
 
 #: A while loop whose body reads and writes fewer bytes than this is compiled into one function instead of an
 #: operation-by-operation loop of XLA's CPU runtime (XLA's ``xla_cpu_small_while_loop_byte_threshold``; its default
-#: only takes loops of a few kB, such as the RNG's). Measured with the loops of 1 MB and under taken (one CPU
-#: thread): the Gustafson joint (indicator, labels) move 500 -> 280 us on the bench problem (zoo bench cvfs sweep
-#: 2.0 -> 1.4 ms) and the Kueck ring sweep 2683 -> 3507 sweeps/s. Loops over more data stay as they were.
+#: only takes loops of a few kB, such as the RNG's). Measured without and with it, back to back, OMP_NUM_THREADS=1:
+#: the Gustafson joint (indicator, labels) move 500 -> 280 us and the whole FS sweep 1.7-1.9 -> 1.0-1.1 ms on the
+#: zoo bench cvfs problem; the Kueck ring sweep 2683 -> 3507 sweeps/s. Loops over more data stay as they were.
 SMALL_LOOP_BYTES = 1_000_000
 
 
