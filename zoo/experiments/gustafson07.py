@@ -355,8 +355,8 @@ def bench_cvfs(fast: bool = False) -> dict:
 
     Protocol: ``n_chains`` independent single-chain runs per sampler, both sides in one process under the same
     flags (``zoo bench`` sets OMP_NUM_THREADS=1 and XLA_FLAGS=--xla_cpu_multi_thread_eigen=false; ``import zoo``
-    adds the small-loop flag of ``zoo._config``, which speeds up NumPyro's samplers too: DiscreteHMCGibbs 2.2 ->
-    1.6-1.7 ms per iteration). XLA's CPU runtime still hands work to its thread pool, so each side uses up to 2
+    adds the small-loop flag of ``zoo._config``, for NumPyro's compiled loops as much as for ours). XLA's CPU
+    runtime still hands work to its thread pool, so each side uses up to 2
     cores; pinning the whole process to one core (taskset) would favour zoo (its sweep 1.8 -> 1.3 ms, while
     DiscreteHMCGibbs went 4 -> 11 ms per iteration), so the unpinned figures are the ones reported.
     The chains are interleaved (chain c of every sampler, then chain c + 1: ``_interleaved_runs``).
