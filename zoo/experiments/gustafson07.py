@@ -335,14 +335,13 @@ def _interleaved_runs(runners: dict, n_chains: int):
     """Run chain c of every sampler before chain c + 1 of any (the machine's speed drifts over minutes; running
     each sampler's chains back to back put the samplers in different periods). ``runners``: name ->
     run(chain) -> (M (draw, p), seconds per iteration, compile seconds or None). Returns name -> (M (chain, draw, p),
-    best seconds per iteration over the chains after the first, compile seconds of the first chain)."""
+    seconds per iteration of each chain, compile seconds of each chain)."""
     out = {name: ([], [], []) for name in runners}
     for chain in range(n_chains):
         for name, run in runners.items():
-            M, per_iter, compile_s = run(chain)
-            for bucket, value in zip(out[name], (np.asarray(M), per_iter, compile_s)):
+            for bucket, value in zip(out[name], run(chain)):
                 bucket.append(value)
-    return {name: (np.stack(M), float(np.min(per_iter[1:] if n_chains > 1 else per_iter)), compile_s[0])
+    return {name: (np.stack([np.asarray(m) for m in M]), per_iter, compile_s)
             for name, (M, per_iter, compile_s) in out.items()}
 
 
@@ -362,7 +361,7 @@ def bench_cvfs(fast: bool = False) -> dict:
     The chains are interleaved (chain c of every sampler, then chain c + 1: ``_interleaved_runs``).
     zoo: the compiled chunk is reused, the first run's excess time is the compile time, time per iteration = run
     time of the best later run / (warm-up + draws). NumPyro: ``MCMC.warmup`` (includes compilation, reported as
-    the warm-up time minus the warm-up iterations at the sampling rate), then the draws timed alone (best chain). ESS = ArviZ multi-chain bulk ESS over the chains, per
+    the warm-up time minus the warm-up iterations at the sampling rate), then the draws timed alone (best chain after the first). ESS = ArviZ multi-chain bulk ESS over the chains, per
     indicator, averaged over the indicators that are uncertain in the pooled draws (``_uncertain_indicators``);
     ESS/s = ESS / (n_chains x draws x time per iteration)."""
     import jax
@@ -381,21 +380,17 @@ def bench_cvfs(fast: bool = False) -> dict:
                                                                            joint_moves=0),
             f"zoo, systematic scan ({p} flips per sweep), no joint moves": region_problem(spec, arrays, joint_moves=0),
             default: region_problem(spec, arrays)}
-    first_seconds = {}
-
-    def zoo_run(label, problem):
+    def zoo_run(problem):
         def run(chain):
             t0 = time.perf_counter()
             out, _ = run_gibbs(problem, "fs", jax.random.PRNGKey(chain), num_chains=1, num_warmup=n_warm,
                                num_samples=n_samples, collect=("M",), progress_bar=False, chunk=100,
                                fast_compile=False)
             M = np.asarray(out["M"][0, :, 0])
-            seconds = time.perf_counter() - t0
-            first_seconds.setdefault(label, seconds)      # the first run compiles (the excess is the compile time)
-            return M, seconds / (n_warm + n_samples), None
+            return M, (time.perf_counter() - t0) / (n_warm + n_samples), None
         return run
 
-    runners = {label: zoo_run(label, problem) for label, problem in ours.items()}
+    runners = {label: zoo_run(problem) for label, problem in ours.items()}
     problem = ours[default]
     half = len(data.X) // 2
     args = (jnp.asarray(arrays.X), jnp.asarray(data.region_labels[:half] + 1), 4, problem.delta0, problem.Omega0)
@@ -421,9 +416,10 @@ def bench_cvfs(fast: bool = False) -> dict:
     draws = {name: M for name, (M, _, _) in runs.items()}
     timing = {}
     for name, (_, per_iter, compile_s) in runs.items():
-        if name in ours:      # compile time = the first run's excess over the best later run
-            compile_s = max(first_seconds[name] - per_iter * (n_warm + n_samples), 0.0)
-        timing[name] = (per_iter, compile_s)
+        best = float(np.min(per_iter[1:] if n_chains > 1 else per_iter))     # the first chain compiles
+        # zoo: compile time = the first run's excess over the best later run; NumPyro: from its warm-up
+        first = (per_iter[0] - best) * (n_warm + n_samples) if name in ours else compile_s[0]
+        timing[name] = (best, max(first, 0.0))
 
     index = _uncertain_indicators(draws)
     flat = {"uncertain indicators (0-based)": [int(i) for i in index], "chains": n_chains, "draws per chain": n_samples,
