@@ -24,7 +24,7 @@ def _conditional_terms(X, masks, delta, Omega):
     return jax.vmap(lambda m: base - gaussian_logpdf_masked(X, delta, masked_cholesky(Omega, m), m), out_axes=1)(masks)
 
 
-def _pick_indicator(variant: str, state: GibbsState, key, pseudo=0.1):
+def _pick_indicator(variant: str, state: GibbsState, key, pseudo):
     """The indicator (row k, column j) of a joint move: drawn with weight (accepted + pseudo) / (tried + 1), the joint
     moves' smoothed acceptance rate during warm-up (frozen afterwards, so the kernel is fixed and the choice does not
     depend on the state: a symmetric proposal). FS: row 0 (the shared M); CVFS: rows 1..K.
