@@ -24,7 +24,7 @@ __all__ = ["ConceptPrior", "concept_niw_prior", "collapsed_concept_log_density",
            "sample_masked_inverse_wishart", "sample_niw_masked", "suffstats", "sample_gamma", "sample_beta",
            "inverse_wishart_log_density", "niw_log_predictive",
            "PredictiveCache", "predictive_cache", "cache_log_predictive", "t_log_normalizer", "t_log_predictive",
-           "cache_quad", "concept_normalizer_table", "cache_log_predictive_loo", "cache_shift", "shared_mask_log_density", "DeltaCollapsedTerms", "concept_delta_terms", "delta_collapsed_log_density", "delta_conditional"]
+           "cache_quad", "concept_normalizer_table", "cache_log_predictive_loo", "cache_shift", "cache_shift_entries", "shared_mask_log_density", "DeltaCollapsedTerms", "concept_delta_terms", "delta_collapsed_log_density", "delta_conditional"]
 
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
@@ -447,3 +447,16 @@ def cache_shift(cache: PredictiveCache, x, sign) -> PredictiveCache:
                           mean=(cache.rho[:, None] * cache.mean + sign[:, None] * x) / rho_new[:, None],
                           inv=cache.inv - (s / denom)[:, None, None] * v[:, :, None] * v[:, None, :],
                           logdet=cache.logdet + jnp.log(denom))
+
+
+def cache_shift_entries(cache: PredictiveCache, x, entries, sign) -> PredictiveCache:
+    """``cache_shift`` on the listed entries only, one after another: add x (p,) to entry ``entries[i]`` where
+    sign[i] is +1, remove it where -1, nothing where 0 (entries (m,) int, sign (m,)). Why: a unit moving between two
+    concepts changes 2 of the C entries (4 with the proposed masks), and the dense form reads and rewrites all C
+    (p, p) inverses; slices (not gathers/scatters) so XLA updates the cache in place."""
+    def one(i, cache):
+        e = entries[i]
+        part = cache_shift(jax.tree_util.tree_map(lambda a: jax.lax.dynamic_slice_in_dim(a, e, 1), cache), x,
+                           sign[i][None])
+        return jax.tree_util.tree_map(lambda a, b: jax.lax.dynamic_update_slice_in_dim(a, b, e, 0), cache, part)
+    return jax.lax.fori_loop(0, entries.shape[0], one, cache, unroll=True)

@@ -163,12 +163,14 @@ def test_masked_inverse_wishart_block_has_the_iw_mean():
     assert np.allclose(np.asarray(masked_matrix(S, mask))[2], [0, 0, 1])
 
 
-def test_predictive_cache_leave_one_out_and_dense_shift_match_fresh_caches():
+def test_predictive_cache_leave_one_out_and_shifts_match_fresh_caches():
     """The joint move's cache algebra: ``cache_log_predictive_loo`` (x left out of the entries that hold it, in
     closed form; with gammaln or the lookup table) equals ``niw_log_predictive`` on the statistics without x, and
-    ``cache_shift`` (x added to, removed from or kept off each entry) equals a cache rebuilt from the changed
-    statistics; masks differ across entries. Everything in one compiled function (eager dispatch took 7 s)."""
+    ``cache_shift`` (x added to, removed from or kept off each entry) and ``cache_shift_entries`` (the same on listed
+    entries, one repeated with sign 0 as the joint move does) equal a cache rebuilt from the changed statistics;
+    masks differ across entries. Everything in one compiled function (eager dispatch took 7 s)."""
     from zoo.inference.collapsed_niw import (cache_log_predictive, cache_log_predictive_loo, cache_shift,
+                                             cache_shift_entries,
                                              concept_niw_prior, concept_normalizer_table, niw_log_predictive,
                                              predictive_cache)
     from zoo.inference.collapsed_niw import suffstats   # the plain function (the module's is jitted)
@@ -190,14 +192,16 @@ def test_predictive_cache_leave_one_out_and_dense_shift_match_fresh_caches():
         table = concept_normalizer_table(cp, masks, 12)   # the t constants by lookup, as in the joint move
         # move x out of entry 0 into entry 2, leave entry 1
         shifted = cache_shift(cache, x, jnp.array([-1.0, 0.0, 1.0]))
+        listed = cache_shift_entries(cache, x, jnp.array([0, 2, 0]), jnp.array([-1.0, 1.0, 0.0]))
         fresh = predictive_cache(cp, *stack([without[0], stats[1], suffstats(jnp.concatenate([W2, x[None]]))]),
                                  masks)
         return (direct(without), cache_log_predictive_loo(cache, x, own), cache_log_predictive_loo(cache, x, own, table),
-                direct(stats), cache_log_predictive(cache, x), shifted, fresh)
+                direct(stats), cache_log_predictive(cache, x), shifted, listed, fresh)
 
-    expect, loo, loo_table, expect_in, pred_in, shifted, fresh = compute(W0, W1, W2)
+    expect, loo, loo_table, expect_in, pred_in, shifted, listed, fresh = compute(W0, W1, W2)
     assert np.allclose(loo, expect, rtol=1e-10, atol=1e-10)
     assert np.allclose(loo_table, expect, rtol=1e-10, atol=1e-10)
     assert np.allclose(pred_in, expect_in, rtol=1e-10, atol=1e-10)
     for name in ("nu", "rho", "mean", "inv", "logdet"):
         assert np.allclose(getattr(shifted, name), getattr(fresh, name), rtol=1e-9, atol=1e-10), name
+        assert np.allclose(getattr(listed, name), getattr(fresh, name), rtol=1e-9, atol=1e-10), name
