@@ -120,10 +120,12 @@ def gaussian_loglik_suffstats(count, total, scatter, mean, cov, mask) -> jnp.nda
 
 
 def gaussian_logpdf_masked(X: jnp.ndarray, mean: jnp.ndarray, chol: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
-    """log N_d(x_M; mean_M, L L') for each row of X (n, p); ``chol`` = masked_cholesky(cov, mask). Shape (n,)."""
+    """log N_d(x_M; mean_M, L L') for each row of X (n, p); ``chol`` = masked_cholesky(cov, mask). Shape (n,).
+    The rows are whitened by L^{-1} (one p x p triangular solve) times a matrix product: XLA's CPU triangular solve
+    with n right-hand sides was 3x slower than both together (p = 16, n = 200: 11.7 vs 3.8 us)."""
     d = mask.astype(X.dtype).sum()
     resid = (X - mean) * mask.astype(X.dtype)
-    z = solve_triangular(chol, resid.T, lower=True)
+    z = solve_triangular(chol, jnp.eye(X.shape[1], dtype=X.dtype), lower=True) @ resid.T
     return -0.5 * d * _LOG_2PI - 0.5 * _logdet_from_chol(chol) - 0.5 * jnp.sum(z * z, axis=0)
 
 
