@@ -49,14 +49,17 @@ def _flip_columns(F, cols):
     return F.at[rows, cols].set(~F[rows, cols])
 
 
-def metropolis_flip(problem, variant, stats, F, current, cols, key, alpha, delta, Omega, flip=True):
+def metropolis_flip(problem, variant, stats, F, current, cols, key, alpha, delta, Omega, flip=True, known=None):
     """Flip element ``cols[r]`` of every free row r, accept each row with min(1, pi(F') / pi(F)) (the proposal is
     symmetric). With a deterministic column this is the Metropolized Gibbs update of a binary variable (Liu 1996):
     the flip is always proposed, which beats the heat-bath draw from the full conditional (Peskun).
     ``current`` = free_log_target at F (carried, so one evaluation per flip). ``flip`` False: no flip, return F
-    with its log target (used to start the carry). Returns (F, current, accepted)."""
+    with its log target (used to start the carry). ``known`` = (use, value): where ``use``, ``value`` is
+    free_log_target at the proposed F, evaluated in advance (``feature_flip_step``), and is taken instead of a fresh
+    evaluation (a real branch where the chain is not vmapped). Returns (F, current, accepted)."""
     F_new = jnp.where(flip, _flip_columns(F, cols), F)
-    proposed = free_log_target(problem, variant, stats, F_new, alpha, delta, Omega)
+    evaluate = lambda: free_log_target(problem, variant, stats, F_new, alpha, delta, Omega)
+    proposed = evaluate() if known is None else jax.lax.cond(known[0], lambda: known[1], evaluate)
     accept = (jnp.log(jax.random.uniform(key, proposed.shape)) < proposed - current) & _movable(variant, F.shape[0])
     accept = accept | ~jnp.asarray(flip)
     return (jnp.where(accept[:, None], F_new, F), jnp.where(accept, proposed, current),
@@ -83,18 +86,31 @@ def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, k
     F = free_rows(variant, state.M)
     k_perm, k_loop = jax.random.split(key)
     order = jax.random.permutation(k_perm, p)
+    # FS, systematic scan: the log targets of the current M and of its p one-element flips, evaluated in advance in
+    # one batch; each flip takes its value from there until a flip is accepted (rare given Y: the labels follow
+    # the indicators, see the joint move), after which it evaluates afresh. Same values, same chain; why: on the
+    # benchmark problem the batch took 110 us against 143 us for the 16 evaluations one by one (sweep 0.87 ->
+    # 0.83 ms). Under vmap the branch becomes a select and both sides run (chain_method="vectorized" only)
+    speculate = (variant == "fs") & systematic
+    ahead = jnp.zeros(p + 1)
+    if variant == "fs":
+        rows = jnp.concatenate([F, F ^ jnp.eye(p, dtype=bool)])             # (1 + p, p): M, then M with j flipped
+        batch = lambda: jax.vmap(lambda r: free_log_target(problem, variant, stats, r[None], *args)[0])(rows)
+        ahead = jax.lax.cond(speculate, batch, lambda: ahead)
 
     def body(i, carry):
         # i = -1 evaluates the current state (no flip, "accepted" unconditionally): the log target is then
-        # carried, and the loop body is the only traced copy of the collapsed terms (compile time)
-        F, current, accepted = carry
+        # carried; ``clean``: no flip accepted yet, so the values evaluated in advance still hold
+        F, current, accepted, clean = carry
         k_col, k_acc = jax.random.split(jax.random.fold_in(k_loop, i + 1))     # i + 1 >= 0: eager-safe
         cols = jnp.where(systematic, order[jnp.maximum(i, 0) % p], jax.random.randint(k_col, (F.shape[0],), 0, p))
+        known = (speculate & clean, ahead[jnp.where(i >= 0, cols[0] + 1, 0)][None]) if variant == "fs" else None
         F_new, current_new, acc = metropolis_flip(problem, variant, stats, F, current, cols, k_acc, *args,
-                                                  flip=i >= 0)
-        return F_new, current_new, accepted + acc * (i >= 0)
+                                                  flip=i >= 0, known=known)
+        return F_new, current_new, accepted + acc * (i >= 0), clean & ~((acc > 0) & (i >= 0)).any()
 
-    F, _, accepted = jax.lax.fori_loop(-1, n_flips, body, (F, jnp.zeros(F.shape[0]), jnp.zeros(F.shape[0])))
+    F, _, accepted, _ = jax.lax.fori_loop(-1, n_flips, body, (F, jnp.zeros(F.shape[0]), jnp.zeros(F.shape[0]),
+                                                              jnp.asarray(True)))
     accepted = accepted / n_flips
     if variant == "fs":
         accepted = jnp.zeros(n_concepts).at[0].set(accepted[0])
