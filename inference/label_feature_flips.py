@@ -91,12 +91,11 @@ def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, k
     # the indicators, see the joint move), after which it evaluates afresh. Same values, same chain; why: on the
     # benchmark problem the batch took 110 us against 143 us for the 16 evaluations one by one (sweep 0.87 ->
     # 0.83 ms). Under vmap the branch becomes a select and both sides run (chain_method="vectorized" only)
-    speculate = (variant == "fs") & systematic
-    ahead = jnp.zeros(p + 1)
+    ahead = None
     if variant == "fs":
         rows = jnp.concatenate([F, F ^ jnp.eye(p, dtype=bool)])             # (1 + p, p): M, then M with j flipped
         batch = lambda: jax.vmap(lambda r: free_log_target(problem, variant, stats, r[None], *args)[0])(rows)
-        ahead = jax.lax.cond(speculate, batch, lambda: ahead)
+        ahead = jax.lax.cond(systematic, batch, lambda: jnp.zeros(p + 1))
 
     def body(i, carry):
         # i = -1 evaluates the current state (no flip, "accepted" unconditionally): the log target is then
@@ -104,7 +103,7 @@ def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, k
         F, current, accepted, clean = carry
         k_col, k_acc = jax.random.split(jax.random.fold_in(k_loop, i + 1))     # i + 1 >= 0: eager-safe
         cols = jnp.where(systematic, order[jnp.maximum(i, 0) % p], jax.random.randint(k_col, (F.shape[0],), 0, p))
-        known = (speculate & clean, ahead[jnp.where(i >= 0, cols[0] + 1, 0)][None]) if variant == "fs" else None
+        known = None if ahead is None else (systematic & clean, ahead[jnp.where(i >= 0, cols[0] + 1, 0)][None])
         F_new, current_new, acc = metropolis_flip(problem, variant, stats, F, current, cols, k_acc, *args,
                                                   flip=i >= 0, known=known)
         return F_new, current_new, accepted + acc * (i >= 0), clean & ~((acc > 0) & (i >= 0)).any()
