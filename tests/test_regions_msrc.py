@@ -154,11 +154,12 @@ def test_reproduce_regions_fast_on_a_fake_copy(fake_msrc, tmp_path, capsys):
 
     out = tmp_path / "report"
     out.mkdir()
-    reproduce(out, fast=True, n_jobs=1)
+    report = reproduce(out, fast=True, n_jobs=1)
     printed = capsys.readouterr().out
     assert "using the fast SLIC segmentation" in printed and "word-frequency prior" in printed
-    assert {p.name for p in out.iterdir()} == {"baselines.md", "baselines.csv", "msrc_regions.png"}
-    assert len((out / "baselines.csv").read_text().splitlines()) == 1 + 4
+    assert {p.name for p in out.iterdir()} == {"msrc_regions.png"}
+    (table,), (figure,) = (section.items for section in report.sections)
+    assert len(table.rows) == 4 and figure.path == out / "msrc_regions.png"
 
 
 def test_bad_options_and_missing_data_are_clear_errors(fake_msrc, tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Baselines on the real annotated-region data (issue 7): the numbers every region-word model has to beat.
+"""Baselines on the real annotated-region data: the numbers every region-word model has to beat.
 
 ``zoo reproduce regions [--fast]``. On the MSRC-v2 test split, per-region accuracy (share of labelled regions whose
 predicted word is their true label) of:
@@ -25,7 +25,7 @@ import numpy as np
 from zoo.bench import register_benchmark
 
 __all__ = ["word_prior_scores", "cooccurrence_scores", "supervised_scores", "region_accuracy", "baseline_table",
-           "reproduce"]
+           "baseline_rows", "run_baselines", "baseline_tables", "plot_regions", "reproduce"]
 
 
 def word_prior_scores(train, test) -> np.ndarray:
@@ -101,9 +101,9 @@ def baseline_table(train, test, *, n_visual_words: int = 64, seed: int = 0) -> l
     for name, make in methods:
         try:
             scores = make()
-        except ImportError:
-            rows.append({"method": name + " [needs scikit-learn]", "with_captions": np.nan, "per_image": np.nan,
-                         "free": np.nan})
+        except (ImportError, ValueError) as err:   # e.g. a training split with a single labelled class
+            rows.append({"method": f"{name} [could not run: {type(err).__name__}: {err}]", "with_captions": np.nan,
+                         "per_image": np.nan, "free": np.nan})
             continue
         captioned = region_accuracy(scores, test, with_captions=True)
         rows.append({"method": name, "with_captions": captioned["accuracy"], "per_image": captioned["per_image"],
@@ -111,12 +111,13 @@ def baseline_table(train, test, *, n_visual_words: int = 64, seed: int = 0) -> l
     return rows
 
 
-def _format(setting: str, rows: list[dict], n_train: int, n_test: int) -> str:
-    lines = [f"{setting}: {n_train} training / {n_test} labelled test regions",
-             f"  {'method':<46} {'with captions':>13} {'per image':>9} {'free':>6}"]
-    for r in rows:
-        lines.append(f"  {r['method']:<46} {r['with_captions']:>13.3f} {r['per_image']:>9.3f} {r['free']:>6.3f}")
-    return "\n".join(lines)
+COLUMNS = ["method", "with captions", "per image", "free"]
+
+
+def baseline_rows(rows: list[dict]) -> list[list]:
+    """Table rows (method, with captions, per image, free) of ``baseline_table``'s output; a baseline that could
+    not run keeps its row, its reason in the method name and n/a in the numbers."""
+    return [[r["method"], r["with_captions"], r["per_image"], r["free"]] for r in rows]
 
 
 def _settings(fast: bool, ncut_cached: bool) -> list[tuple[str, str, str]]:
@@ -134,58 +135,101 @@ def _is_cached(segmentation: str) -> bool:
     return (msrc.cache_dir() / f"{key}.npz").exists()
 
 
-def reproduce(out_dir: pathlib.Path, fast: bool = False, n_jobs: int = 2) -> None:
-    """Print and write (baselines.md, baselines.csv, msrc_regions.png) the baseline table on MSRC-v2.
-
-    ``n_jobs`` processes segment the images when the segmentation is not cached yet."""
+def run_baselines(settings, n_jobs: int = 2) -> list[dict]:
+    """For each (segmentation, annotation, features): {setting, n_train, n_test, rows (``baseline_table``)}."""
     import zoo
-    from zoo.data import msrc
 
-    out_dir = pathlib.Path(out_dir)
-    try:
-        msrc._msrc_root()
-    except FileNotFoundError as err:
-        message = f"regions: skipped, the MSRC-v2 data are not available ({err})"
-        print(message)
-        (out_dir / "SKIPPED.txt").write_text(message + "\n")
-        return
-    ncut_cached = _is_cached("ncut")
-    if fast and not ncut_cached:
-        print("regions --fast: Normalized Cuts not cached yet; using the fast SLIC segmentation "
-              "(run `zoo reproduce regions` once to cache Normalized Cuts)")
-    blocks, csv = [], ["segmentation,annotation,features,method,with_captions,per_image,free"]
-    for segmentation, annotation, features in _settings(fast, ncut_cached):
+    results = []
+    for segmentation, annotation, features in settings:
         options = dict(segmentation=segmentation, annotation=annotation, features=features, n_jobs=n_jobs)
         train = zoo.load_dataset("msrc_v2", split="train", **options)
         test = zoo.load_dataset("msrc_v2", split="test", **options)
-        rows = baseline_table(train, test)
-        setting = f"MSRC-v2 test split, {segmentation}, {annotation} labels, {features} features"
-        blocks.append(_format(setting, rows, train.X.shape[0], int((test.region_labels >= 0).sum())))
-        print(blocks[-1])
-        csv += [f"{segmentation},{annotation},{features},{r['method']},{r['with_captions']:.4f},"
-                f"{r['per_image']:.4f},{r['free']:.4f}" for r in rows]
-    (out_dir / "baselines.md").write_text("# Region-labelling baselines (issue 7)\n\n```\n" + "\n\n".join(blocks)
-                                          + "\n```\n")
-    (out_dir / "baselines.csv").write_text("\n".join(csv) + "\n")
-    _figure(out_dir / "msrc_regions.png", _settings(fast, ncut_cached)[0][0])
-    print(f"tables and figure written to {out_dir}")
+        results.append({"setting": (segmentation, annotation, features), "n_train": int(train.X.shape[0]),
+                        "n_test": int((test.region_labels >= 0).sum()), "rows": baseline_table(train, test)})
+        print(f"regions: {segmentation}, {annotation} labels, {features} features done", flush=True)
+    return results
 
 
-def _figure(path: pathlib.Path, segmentation: str) -> None:
-    """Six test photographs with their segmentation and region ground truth."""
+def baseline_tables(results: list[dict]) -> list:
+    """One Table per setting of ``run_baselines``."""
+    from zoo.reports import Table
+
+    tables = []
+    for res in results:
+        segmentation, annotation, features = res["setting"]
+        tables.append(Table(
+            title=f"MSRC-v2 test split: {segmentation} segmentation, {annotation} labels, {features} features",
+            header=COLUMNS, rows=baseline_rows(res["rows"]),
+            note=f"Per-region accuracy (share of labelled test regions); {res['n_train']} training regions, "
+                 f"{res['n_test']} labelled test regions. 'with captions': prediction restricted to the image's "
+                 f"keywords; 'per image': that accuracy averaged within each image first; 'free': the whole "
+                 f"vocabulary. No paper reports these baselines on MSRC-v2: they are the floor (chance, word "
+                 f"frequency) and ceiling (supervised) for the region-word models."))
+    return tables
+
+
+def reproduce(out_dir: pathlib.Path, fast: bool = False, n_jobs: int = 2):
+    """The baseline tables on MSRC-v2 and a figure of segmented test photographs (``msrc_regions.png``);
+    returns a ``PaperReport`` (a note only when the MSRC-v2 data are missing).
+
+    ``n_jobs`` processes segment the images when the segmentation is not cached yet."""
+    import time
+
+    from zoo.data import msrc
+    from zoo.reports import PaperReport, Section, markdown_table
+
+    out_dir = pathlib.Path(out_dir)
+    report = PaperReport("regions", "Region-labelling baselines on MSRC-v2 (chance, word frequency, "
+                                    "co-occurrence, supervised)")
+    try:
+        msrc._msrc_root()
+    except FileNotFoundError as err:
+        message = f"skipped: the MSRC-v2 data are not available ({err})"
+        print(f"regions: {message}")
+        report.notes.append(message)
+        return report
+    ncut_cached = _is_cached("ncut")
+    settings = _settings(fast, ncut_cached)
+    if fast and not ncut_cached:
+        message = ("--fast: Normalized Cuts not cached yet; using the fast SLIC segmentation "
+                   "(run `zoo reproduce regions` once to cache Normalized Cuts)")
+        print(f"regions {message}")
+        report.notes.append(message)
+    if fast:
+        report.notes.append("--fast: one setting (segmentation, original labels, carbonetto03 features); the full "
+                            "run has 3 segmentations x 2 annotations x 3 feature sets")
+    t0 = time.perf_counter()
+    results = run_baselines(settings, n_jobs=n_jobs)
+    tables = baseline_tables(results)
+    for table in tables:
+        print(f"{table.title}\n{markdown_table(table.header, table.rows)}")
+    report.add(Section("Baselines", tables, seconds=time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    figure = plot_regions(out_dir / "msrc_regions.png", settings[0][0])
+    report.add(Section("Segmented test photographs", [figure], seconds=time.perf_counter() - t0))
+    print(f"regions: tables and figure written to {out_dir}")
+    return report
+
+
+def plot_regions(path: pathlib.Path, segmentation: str):
+    """Six test photographs with their segmentation and region ground truth; returns the Figure."""
+    import matplotlib
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from zoo.data.msrc import msrc_image_names, msrc_split, plot_msrc_image
+    from zoo.reports import Figure, save_figure
 
     _, test = msrc_split(msrc_image_names())
     names = [test[i] for i in np.linspace(0, len(test) - 1, 6).astype(int)]
-    fig, axes = plt.subplots(2, 3)
-    fig.set_size_inches(12, 6)
+    fig, axes = plt.subplots(2, 3, figsize=(12, 7))
     for name, ax in zip(names, axes.ravel()):
         plot_msrc_image(name, segmentation, ax=ax)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    fig.suptitle(f"MSRC-v2 test photographs: {segmentation} regions and their ground-truth labels")
+    save_figure(fig, path, dpi=110)
+    return Figure("Segmented test photographs", path,
+                  f"Six test photographs spread over the split, with the {segmentation} region boundaries and "
+                  f"each region's ground-truth label (as plot_msrc_image draws them).")
 
 
 # ------------------------------------------------------------------------------------------- benchmark

@@ -1,0 +1,91 @@
+"""``zoo reproduce PAPER|all``: run the experiment modules, time them, write ``index.md`` and ``index.html``.
+
+Every module of ``zoo.experiments`` (not starting with "_") that has ``reproduce(out_dir, fast)`` is a paper; its
+``reproduce`` writes figures into ``out_root/<paper>/`` and returns a :class:`zoo.reports.PaperReport`.
+"""
+from __future__ import annotations
+
+import importlib
+import pathlib
+import pkgutil
+import sys
+import time
+import traceback
+
+from zoo.reports import (PaperReport, Section, Table, format_seconds, write_index_html, write_index_markdown,
+                         write_paper_markdown)
+
+__all__ = ["experiment_modules", "reproduce_papers", "run_paper"]
+
+
+def experiment_modules() -> dict:
+    """{name: module} of the experiment modules with a ``reproduce`` function, sorted by name."""
+    import zoo.experiments as experiments
+
+    modules = {}
+    for info in sorted(pkgutil.iter_modules(experiments.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            module = importlib.import_module(f"zoo.experiments.{info.name}")
+            if hasattr(module, "reproduce"):
+                modules[info.name] = module
+    return modules
+
+
+def _failure_report(name: str, error: BaseException) -> PaperReport:
+    """The report of a reproduction that raised: the error, so that the index says what failed."""
+    last = traceback.format_exception_only(type(error), error)[-1].strip()
+    table = Table("Error", ["paper", "error"], [[name, last]], note="The traceback was printed to stderr.")
+    return PaperReport(paper=name, title=f"{name}: FAILED", sections=[Section("Error", [table])],
+                       notes=[f"the reproduction raised {type(error).__name__}; nothing after it was run"])
+
+
+def run_paper(name: str, module, out_root: pathlib.Path, fast: bool) -> tuple[PaperReport, bool]:
+    """Run one paper's ``reproduce`` into ``out_root/name`` and time it; (report, succeeded). An exception is
+    printed and turned into a report saying so (the other papers still run)."""
+    out = pathlib.Path(out_root) / name
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"=== reproduce {name} ({'fast' if fast else 'full'}) -> {out}", flush=True)
+    t0 = time.perf_counter()
+    try:
+        report = module.reproduce(out, fast=fast)
+        ok = True
+    except Exception as error:  # noqa: BLE001 - reported in the index and on stderr, the run returns 1
+        traceback.print_exc()
+        report, ok = _failure_report(name, error), False
+    if not isinstance(report, PaperReport):
+        report = PaperReport(paper=name, title=name, notes=["this experiment returned no PaperReport"])
+    report.seconds = time.perf_counter() - t0
+    write_paper_markdown(report, out)
+    print(f"=== {name} done in {format_seconds(report.seconds)}", flush=True)
+    return report, ok
+
+
+def reproduce_papers(paper: str, out_root: pathlib.Path, fast: bool) -> int:
+    """Reproduce ``paper`` (a module name of ``zoo.experiments``) or ``"all"`` into ``out_root``; writes
+    ``out_root/index.md`` and ``out_root/index.html`` (rewritten after every paper, so an interrupted run still
+    has an index). Returns 0, 1 when a reproduction raised, 2 for an unknown paper (message on stderr)."""
+    modules = experiment_modules()
+    if paper != "all" and paper not in modules:
+        print(f"zoo reproduce: unknown paper {paper!r}; known: {', '.join(modules)}, all", file=sys.stderr)
+        return 2
+    names = list(modules) if paper == "all" else [paper]
+    out_root = pathlib.Path(out_root)
+    out_root.mkdir(parents=True, exist_ok=True)
+    reports, failed = [], []
+    for name in names:
+        report, ok = run_paper(name, modules[name], out_root, fast)
+        reports.append(report)
+        if not ok:
+            failed.append(name)
+        write_index_markdown(reports, out_root)
+        write_index_html(reports, out_root)
+    print("stage times:")
+    for report in reports:
+        print(f"  {report.paper:<14} {format_seconds(report.seconds)}")
+        for section in report.sections:
+            print(f"    {section.title:<60} {format_seconds(section.seconds)}")
+    print(f"reports: {out_root / 'index.html'} (self-contained) and {out_root / 'index.md'}")
+    if failed:
+        print(f"zoo reproduce: failed: {', '.join(failed)} (see the tracebacks above)", file=sys.stderr)
+        return 1
+    return 0
