@@ -1,12 +1,11 @@
 """Bring your own photos (issue 7): folder + captions -> AnnotatedRegions; bad input: an error or a counted skip."""
-import argparse
 
 import numpy as np
 import pytest
 from PIL import Image
 
 import zoo
-from zoo.data.photos import configure_regions_parser, load_regions, photos_to_regions, read_captions
+from zoo.data.photos import load_regions, photos_to_regions, read_captions
 
 
 def _photo(seed, size=(40, 56)):
@@ -98,10 +97,9 @@ def test_bad_caption_files_and_options(folder, tmp_path):
 
 
 def test_command_line_writes_a_file_that_loads_back(folder, tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    configure_regions_parser(parser)
+    from zoo.cli import build_parser
     out = tmp_path / "regions.npz"
-    args = parser.parse_args([str(folder), "--captions", str(folder.parent / "captions.txt"), "--features",
+    args = build_parser().parse_args(["regions", str(folder), "--captions", str(folder.parent / "captions.txt"), "--features",
                               "kueck04", "--segmentation", "slic", "--out", str(out)])
     assert args.run(args) == 0
     assert "3 images" in capsys.readouterr().out

@@ -3,17 +3,43 @@
 >>> import zoo
 >>> zoo.catalog()                                   # what is there
 >>> spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3)
->>> fit = zoo.fit(spec, X)                          # default method; fit.idata is arviz.InferenceData
+>>> fit = zoo.fit(spec, zoo.load_dataset("carbonetto03_sec2").X)   # default method; fit.idata: InferenceData
 
-Importing zoo enables float64 in JAX (``jax_enable_x64``): see ``zoo._config``.
+Importing zoo enables float64 in JAX (``jax_enable_x64``): see ``zoo._config``. The public names are loaded on
+first use (PEP 562), so ``import zoo`` and ``import zoo.inference.<module>`` stay cheap: JAX, NumPyro and ArviZ
+load when something needs them.
 """
-from zoo import _config  # noqa: F401  (float64 first)
-from zoo.api import fit, model
-from zoo.catalog import ModelCard, catalog, methods
-from zoo.data import load_dataset
-from zoo.registry import ModelSpec, register_method, register_model
-from zoo.results import Fit, to_inference_data
+import importlib
+
+from zoo import _config
+
+_config.configure()
+
+# bound eagerly (the module is light): ``zoo.catalog`` must be the function, not the submodule of the same name
+from zoo.catalog import ModelCard, catalog, methods  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["catalog", "methods", "model", "fit", "load_dataset", "Fit", "ModelSpec", "ModelCard",
-           "register_method", "register_model", "to_inference_data"]
+
+#: public name -> module that defines it
+_PUBLIC = {
+    "model": "zoo.api", "fit": "zoo.api",
+    "load_dataset": "zoo.data.location",
+    "ModelSpec": "zoo.registry", "register_method": "zoo.registry", "register_model": "zoo.registry",
+    "Fit": "zoo.results", "to_inference_data": "zoo.results",
+}
+__all__ = sorted([*_PUBLIC, "catalog", "methods", "ModelCard"])
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if name in ("data", "metrics", "diagnostics", "priors", "results", "registry", "bench", "experiments",
+                "papers", "models", "inference"):
+        return importlib.import_module(f"zoo.{name}")
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,20 +1,21 @@
-"""Numerical configuration of the zoo.
+"""Numerical configuration of the zoo, applied by ``import zoo`` without importing JAX.
 
 The zoo computes in float64: EM fixed points are compared to 1e-5 relative, Gram matrices are updated by
 rank-one steps and log-probabilities of sign patterns are summed over many instances. ``import zoo`` therefore
-turns on ``jax_enable_x64`` (documented in the README). Kernels in ``zoo.inference`` take the dtype of their
-inputs and never assume it.
+turns on JAX's ``jax_enable_x64`` (documented in the README): through the ``JAX_ENABLE_X64`` environment variable,
+which JAX reads when it is first imported, or through ``jax.config`` when JAX was imported before zoo. Either way
+``import zoo`` itself stays cheap (the command line answers without loading JAX). Kernels in ``zoo.inference``
+take the dtype of their inputs and never assume it.
 
 ``import zoo`` also lets XLA's CPU compiler emit small while loops as one compiled function
 (``SMALL_LOOP_BYTES``, see ``_small_loops_as_one_function``): our samplers' inner loops (a unit-by-unit label
 scan, a kernel-by-kernel flip scan) do microseconds of arithmetic per iteration, and XLA's default runtime
 dispatches every operation of a loop body separately.
+
+Both settings live in environment variables, so processes that zoo's process starts inherit them.
 """
 import os
-
-import jax
-
-jax.config.update("jax_enable_x64", True)
+import sys
 
 #: A while loop whose body reads and writes fewer bytes than this is compiled into one function instead of an
 #: operation-by-operation loop of XLA's CPU runtime (XLA's ``xla_cpu_small_while_loop_byte_threshold``; its default
@@ -22,6 +23,11 @@ jax.config.update("jax_enable_x64", True)
 #: the Gustafson joint (indicator, labels) move 500 -> 280 us and the whole FS sweep 1.7-1.9 -> 1.0-1.1 ms on the
 #: zoo bench cvfs problem; the Kueck ring sweep 2683 -> 3507 sweeps/s. Loops over more data stay as they were.
 SMALL_LOOP_BYTES = 1_000_000
+
+#: ``jax.jit(..., compiler_options=FAST_COMPILE_OPTIONS)``: XLA without its backend optimization compiles a
+#: sampler sweep in about half the time and runs it 1.5-5x slower. The samplers' drivers pick it for short runs
+#: (each with a threshold on its own work measure), where compilation is most of the wall time; tests use it too.
+FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
 def _small_loops_as_one_function(environ=os.environ) -> bool:
@@ -37,9 +43,16 @@ def _small_loops_as_one_function(environ=os.environ) -> bool:
     return True
 
 
-_small_loops_as_one_function()
+def _float64(environ=os.environ, modules=sys.modules) -> None:
+    """Turn on ``jax_enable_x64``: directly when JAX is already imported, else by the environment variable that
+    JAX reads at import (so that ``import zoo`` does not pay for importing JAX)."""
+    if "jax" in modules:
+        modules["jax"].config.update("jax_enable_x64", True)
+    else:
+        environ["JAX_ENABLE_X64"] = "1"
 
-#: ``jax.jit(..., compiler_options=FAST_COMPILE_OPTIONS)``: XLA without its backend optimization compiles a
-#: sampler sweep in about half the time and runs it 1.5-5x slower. The samplers' drivers pick it for short runs
-#: (each with a threshold on its own work measure), where compilation is most of the wall time; tests use it too.
-FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
+
+def configure() -> None:
+    """What ``import zoo`` applies: float64 and the small-loop flag."""
+    _float64()
+    _small_loops_as_one_function()

@@ -1,10 +1,11 @@
 """``zoo.model`` and ``zoo.fit``: the two calls most users need."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Mapping
 
-from zoo import catalog as _catalog
 from zoo import registry
+from zoo.catalog import ensure_loaded
 from zoo.generic import GENERIC_METHODS
 from zoo.registry import ModelSpec
 from zoo.results import Fit
@@ -18,7 +19,7 @@ def model(id: str, *, priors: Mapping | str | None = None, **options) -> ModelSp
     ``priors`` maps site -> numpyro distribution or string such as ``"InverseGamma(1.0, 1.0)"``, or is the path
     of a TOML file of such strings.
     """
-    _catalog.ensure_loaded()
+    ensure_loaded()
     return registry.model(id, priors=priors, **options)
 
 
@@ -38,7 +39,7 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
         if name not in entry.methods:
             raise ValueError(f"method: {name!r} is not registered for {spec.id!r}; "
                              f"available: {', '.join(entry.methods)}")
-        return entry.methods[name].runner(spec, data, seed=seed, **options)
+        return _warnings_at_caller(entry.methods[name].runner, spec, data, seed=seed, **options)
     if callable(spec):
         name = method or "nuts"
         if name not in GENERIC_METHODS:
@@ -46,5 +47,20 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
         if not isinstance(data, Mapping):
             raise ValueError("data: for a user program, pass a dict of the program's keyword arguments")
         user_spec = ModelSpec(id=None, program=spec, options={}, priors={})
-        return GENERIC_METHODS[name](spec, dict(data), seed=seed, spec=user_spec, **options)
+        return _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec, **options)
     raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, got {type(spec).__name__}")
+
+
+def _warnings_at_caller(run: Callable, *args, **kwargs):
+    """Run ``run`` and re-issue the warnings it raised once each, located at the user's call of ``zoo.fit``
+    (``stacklevel=3``: this function, ``fit``, the caller) instead of a line deep inside the zoo."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = run(*args, **kwargs)
+    seen = set()
+    for w in caught:
+        key = (w.category, str(w.message))
+        if key not in seen:
+            seen.add(key)
+            warnings.warn(w.message, category=w.category, stacklevel=3)
+    return result

@@ -2,14 +2,14 @@
 
 Paper modules live in ``zoo/papers/``; each registers its models, methods and data loaders at import time.
 ``ensure_loaded`` imports them all once (discovered with pkgutil, so adding a paper touches no shared file).
+This module itself imports only the standard library (``import zoo`` binds ``zoo.catalog`` to the function below
+without loading JAX); the registry loads on the first call.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
 import pkgutil
-
-from zoo import registry
 
 __all__ = ["ModelCard", "catalog", "methods", "ensure_loaded"]
 
@@ -40,6 +40,7 @@ def ensure_loaded() -> None:
 
 def catalog() -> list[ModelCard]:
     """ModelCards of every model that has a working (registered) method, sorted by id."""
+    from zoo import registry
     ensure_loaded()
     entries = registry.models_registered()
     cards = []
@@ -56,5 +57,6 @@ def catalog() -> list[ModelCard]:
 
 def methods(model_id: str) -> list[str]:
     """Names of the inference methods registered for ``model_id``."""
+    from zoo import registry
     ensure_loaded()
     return registry.get_methods(model_id)

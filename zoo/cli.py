@@ -1,18 +1,23 @@
-"""The ``zoo`` command line: list, fit, reproduce, bench (also ``python -m zoo``)."""
+"""The ``zoo`` command line (also ``python -m zoo``): list, fit, reproduce, bench, regions.
+
+Start-up stays light: this module imports only the standard library, ``zoo list`` answers from the catalog
+snapshot (``zoo.snapshot``), and JAX, NumPyro, ArviZ and matplotlib load only inside the command that needs them.
+"""
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import os
 import pathlib
-import pkgutil
 import sys
-import time
+
+__all__ = ["main", "build_parser"]
+
+COMMANDS = ("list", "fit", "reproduce", "bench", "regions")
 
 
 def _single_thread_env() -> None:
-    # before JAX/NumPy start their thread pools: benchmarks compare single-threaded runs on both sides
+    # before NumPy, JAX and scikit-learn start their thread pools: benchmarks compare single-threaded runs on both
+    # sides. main() calls this before any command imports NumPy (this module imports none).
     os.environ["OMP_NUM_THREADS"] = "1"
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     os.environ["MKL_NUM_THREADS"] = "1"
@@ -23,21 +28,38 @@ def _single_thread_env() -> None:
         os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
 
 
+# ----------------------------------------------------------------------------------------------------- list
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
 def _cmd_list(args) -> int:
-    import zoo
-    cards = zoo.catalog()
-    width = max((len(c.id) for c in cards), default=10)
-    print(f"{'model'.ljust(width)}  {'data'.ljust(18)}  methods (default first)")
-    for c in cards:
-        ms = [c.default_method] + [m for m in c.methods if m != c.default_method]
-        print(f"{c.id.ljust(width)}  {c.data_kind.ljust(18)}  {', '.join(ms)}")
+    from zoo import snapshot
+    snap = snapshot.current()
+    rows = []
+    for m in snap["models"]:
+        own = [x["name"] for x in m["methods"] if not x["generic"] and x["name"] != m["default_method"]]
+        generic = [x["name"] for x in m["methods"] if x["generic"]]
+        rows.append([m["id"], m["data_kind"], m["default_method"], ", ".join(own) or "-", ", ".join(generic) or "-"])
+    print(_table(rows, ["model", "data", "default method", "other methods", "generic cross-checks"]))
+    print("\nEvery model listed runs its default method; `zoo fit MODEL --data NAME` fits one.")
     if args.datasets:
-        print("\ndata sets:")
-        for name, desc in zoo.data.list_datasets().items():
-            print(f"  {name}: {desc}")
+        from zoo.data.location import DatasetInfo, data_root, dataset_status
+        root = data_root()
+        rows = []
+        for d in snap["datasets"]:
+            info = DatasetInfo(name=d["name"], description=d["description"], kind=d["kind"], files=tuple(d["files"]))
+            status, folder = dataset_status(info, root)
+            rows.append([d["name"], status, str(folder) if folder else "-", d["description"]])
+        print(f"\ndata sets (real ones read from {root if root else 'nowhere: set ZOO_DATA'}):")
+        print(_table(rows, ["name", "status", "read from", "description"]))
     return 0
 
 
+# ------------------------------------------------------------------------------------------------------ fit
 def _parse_value(text: str):
     for cast in (int, float):
         try:
@@ -46,115 +68,180 @@ def _parse_value(text: str):
             pass
     if text in ("true", "false", "True", "False"):
         return text.lower() == "true"
+    if text in ("none", "None"):
+        return None
     return text
 
 
-def _cmd_fit(args) -> int:
-    import numpy as np
+def _key_values(items: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{flag}: expected KEY=VALUE, got {item!r}")
+        if key.strip() in out:
+            raise ValueError(f"{flag}: {key.strip()!r} given twice")
+        out[key.strip()] = value
+    return out
+
+
+def _output_path(args) -> pathlib.Path:
+    """The netCDF path, checked before any fitting: an existing file is kept unless --force."""
+    out = pathlib.Path(args.out or f"{args.model.replace('.', '_')}_{args.method or 'default'}.nc")
+    if out.is_dir():
+        raise ValueError(f"--out: {str(out)!r} is a directory; give a file name such as fit.nc")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out: the folder {str(out.parent)!r} does not exist")
+    if out.exists() and not args.force:
+        raise ValueError(f"--out: {str(out)!r} exists; pass --force to replace it or choose another --out")
+    return out
+
+
+def _load_data(name: str):
+    path = pathlib.Path(name)
+    if path.suffix in (".npy", ".csv"):
+        import numpy as np
+        if not path.is_file():
+            raise ValueError(f"--data: file {name!r} not found")
+        if path.suffix == ".npy":
+            return np.load(path, allow_pickle=False)
+        return np.loadtxt(path, delimiter=",", ndmin=2)
     import zoo
-    options = dict(kv.split("=", 1) for kv in args.option)
-    options = {k: _parse_value(v) for k, v in options.items()}
-    priors = dict(kv.split("=", 1) for kv in args.prior) or None
+    try:
+        return zoo.load_dataset(name)
+    except FileNotFoundError as err:
+        raise ValueError(f"--data: {err}") from None
+
+
+def _cmd_fit(args) -> int:
+    import zoo
+    options = {k: _parse_value(v) for k, v in _key_values(args.option, "--option").items()}
+    priors = _key_values(args.prior, "--prior") or None
+    out = _output_path(args)
     spec = zoo.model(args.model, priors=priors, **options)
-    path = pathlib.Path(args.data)
-    if path.suffix == ".npy":
-        data = np.load(path, allow_pickle=False)
-    elif path.suffix == ".csv":
-        data = np.loadtxt(path, delimiter=",", ndmin=2)
-    else:
-        data = zoo.load_dataset(args.data)
-    fit_options = {}
-    if args.chains is not None:
-        fit_options["num_chains"] = args.chains
+    data = _load_data(args.data)
+    fit_options = {} if args.chains is None else {"num_chains": args.chains}
     fit = zoo.fit(spec, data, method=args.method, seed=args.seed, **fit_options)
     print(fit)
     print(fit.summary().to_string())
-    out = pathlib.Path(args.out or f"{args.model.replace('.', '_')}_{fit.method}.nc")
-    fit.idata.to_netcdf(str(out))
+    tmp = out.with_name(f".{out.name}.partial")
+    fit.idata.to_netcdf(str(tmp))
+    tmp.replace(out)
     print(f"InferenceData written to {out}")
     return 0
 
 
-def _experiment_modules() -> dict:
-    import zoo.experiments as experiments
-    mods = {}
-    for info in sorted(pkgutil.iter_modules(experiments.__path__), key=lambda m: m.name):
-        if not info.name.startswith("_"):
-            mod = importlib.import_module(f"zoo.experiments.{info.name}")
-            if hasattr(mod, "reproduce"):
-                mods[info.name] = mod
-    return mods
-
-
+# ------------------------------------------------------------------------------------------- reproduce, bench
 def _cmd_reproduce(args) -> int:
-    mods = _experiment_modules()
-    names = list(mods) if args.paper == "all" else [args.paper]
-    for name in names:
-        if name not in mods:
-            print(f"zoo reproduce: unknown paper {name!r}; known: {', '.join(mods)}, all", file=sys.stderr)
-            return 2
-    out_root = pathlib.Path(args.out)
-    for name in names:
-        out = out_root / name
-        out.mkdir(parents=True, exist_ok=True)
-        print(f"=== reproduce {name} ({'fast' if args.fast else 'full'}) -> {out}")
-        t0 = time.perf_counter()
-        mods[name].reproduce(out, fast=args.fast)
-        print(f"=== {name} done in {time.perf_counter() - t0:.1f} s")
-    return 0
+    from zoo.reproduce import reproduce_papers
+    return reproduce_papers(args.paper, pathlib.Path(args.out), args.fast)
 
 
 def _cmd_bench(args) -> int:
+    import json
+
     from zoo.bench import benchmarks
     table = benchmarks()
     names = list(table) if args.name in (None, "all") else [args.name]
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise ValueError(f"unknown benchmark {unknown[0]!r}; known: {', '.join(table)}, all")
+    out = pathlib.Path(args.out)
     results = {}
     for name in names:
-        if name not in table:
-            print(f"zoo bench: unknown benchmark {name!r}; known: {', '.join(table)}", file=sys.stderr)
-            return 2
         fn, peer = table[name]
         print(f"=== bench {name} (peer: {peer})")
         results[name] = fn(fast=args.fast)
         for key, value in results[name].items():
             print(f"  {key:<32} {value}")
-    out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2, default=str))
     print(f"results written to {out / 'bench.json'}")
     return 0
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="zoo", description="Probabilistic-programming model zoo")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("list", help="list models and their inference methods")
-    p.add_argument("--datasets", action="store_true", help="also list the data sets")
+def _cmd_regions(args) -> int:
+    from zoo.data.photos import regions_command
+    return regions_command(args)
+
+
+# --------------------------------------------------------------------------------------------------- parser
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Shows every default and keeps the descriptions' line breaks."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zoo", formatter_class=_Formatter,
+        description="A probabilistic-programming model zoo for learning from annotated images.",
+        epilog="Examples:\n  zoo list --datasets\n  zoo fit carbonetto03.shrinkage_mixture --data carbonetto03_sec2\n"
+               "  zoo reproduce all --fast\n  zoo bench gmm --fast")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", formatter_class=_Formatter, help="models, their inference methods and data sets",
+                       description="Every model id with its data kind, default method and other methods.")
+    p.add_argument("--datasets", action="store_true",
+                   help="also list the data sets: real ones marked present or missing, with the folder they are "
+                        "read from ($ZOO_DATA, else ../shared/data beside the repository)")
     p.set_defaults(run=_cmd_list)
-    p = sub.add_parser("fit", help="fit a model, print the summary, write InferenceData (netCDF)")
-    p.add_argument("model")
-    p.add_argument("--data", required=True, help="data set name (zoo list --datasets) or a .npy/.csv file")
-    p.add_argument("--method", default=None)
-    p.add_argument("--chains", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="model option")
-    p.add_argument("--prior", action="append", default=[], metavar="SITE=DIST", help='e.g. tau2="InverseGamma(1,1)"')
-    p.add_argument("--out", default=None, help="netCDF output path")
+
+    p = sub.add_parser("fit", formatter_class=_Formatter, help="fit a model, print its summary, write netCDF",
+                       description="Fit MODEL to a data set or an array file; prints the fit and the ArviZ summary "
+                                   "of its headline sites and writes the InferenceData as netCDF.")
+    p.add_argument("model", help="model id, e.g. carbonetto03.shrinkage_mixture (see `zoo list`)")
+    p.add_argument("--data", required=True,
+                   help="a data set name (see `zoo list --datasets`) or a .npy / .csv file of a feature matrix")
+    p.add_argument("--method", default=None,
+                   help="inference method (see `zoo list`); default: the model's default method")
+    p.add_argument("--chains", type=int, default=None,
+                   help="number of chains (restarts for EM and VI); default: the method's own default")
+    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result)")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a model option, repeatable, e.g. --option n_components=3")
+    p.add_argument("--prior", action="append", default=[], metavar="SITE=DIST",
+                   help='a prior, repeatable, e.g. --prior tau2="InverseGamma(1.0, 1.0)"')
+    p.add_argument("--out", default=None, help="netCDF output path; default: MODEL_METHOD.nc in this folder")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(run=_cmd_fit)
-    p = sub.add_parser("reproduce", help="reproduce a paper's experiments (tables and figures)")
-    p.add_argument("paper", help="paper name or 'all'")
-    p.add_argument("--fast", action="store_true", help="small settings (minutes), synthetic data where needed")
+
+    p = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce papers' experiments into a report",
+                       description="Run a paper's experiments (or all) and write tables and figures, with "
+                                   "reports/index.md and a self-contained reports/index.html.")
+    p.add_argument("paper", help="an experiment module (carbonetto03, gustafson07, kueck04, regions, ross03, "
+                                 "yakhnenko) or 'all'")
+    p.add_argument("--fast", action="store_true", help="small settings (minutes); real data are used when present")
     p.add_argument("--out", default="reports", help="report folder")
     p.set_defaults(run=_cmd_reproduce)
-    p = sub.add_parser("bench", help="benchmarks against peer libraries (JSON + table)")
-    p.add_argument("name", nargs="?", default=None)
-    p.add_argument("--fast", action="store_true")
-    p.add_argument("--out", default="bench_results")
+
+    p = sub.add_parser("bench", formatter_class=_Formatter, help="benchmarks against peer libraries (JSON + table)",
+                       description="Speed against a named peer in the same run, single-threaded, after JIT "
+                                   "compilation (compile time reported apart).")
+    p.add_argument("name", nargs="?", default=None, help="benchmark name (gmm, mcvq, cvfs, mil, ...) or all")
+    p.add_argument("--fast", action="store_true", help="smaller problems")
+    p.add_argument("--out", default="bench_results", help="folder for bench.json")
     p.set_defaults(run=_cmd_bench)
-    p = sub.add_parser("regions", help="folder of captioned photos -> AnnotatedRegions (.npz)")
-    from zoo.data.photos import configure_regions_parser
-    configure_regions_parser(p)
-    args = parser.parse_args(argv)
+
+    p = sub.add_parser("regions", formatter_class=_Formatter,
+                       help="folder of captioned photos -> AnnotatedRegions (.npz)",
+                       description="Segment a folder of captioned photos into regions with features, for the "
+                                   "region-word models (read back with zoo.data.photos.load_regions).")
+    p.add_argument("folder", help="folder of images")
+    p.add_argument("--captions", required=True, help="captions file: FILE<TAB>word word ... per line")
+    p.add_argument("--features", default="carbonetto03", choices=("carbonetto03", "gustafson07", "kueck04"),
+                   help="region feature set")
+    p.add_argument("--segmentation", default="ncut", choices=("ncut", "slic", "felzenszwalb"),
+                   help="segmentation algorithm")
+    p.add_argument("--on-problem", default="raise", choices=("raise", "skip"),
+                   help="bad or uncaptioned images: stop with an error, or skip them (counted)")
+    p.add_argument("--max-side", type=int, default=640, help="shrink larger photos to this longer side (pixels)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--out", required=True, help="output .npz file")
+    p.set_defaults(run=_cmd_regions)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "bench":
         _single_thread_env()
     try:

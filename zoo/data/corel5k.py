@@ -23,7 +23,8 @@ COREL_FOLDER = "corel5k_mulan"
 COREL_FILE = "corel5k.npz"
 
 
-@register_loader("corel5k", "Corel5k (Mulan): caption words + blob tokens per image, 4500 train / 500 test")
+@register_loader("corel5k", "Corel5k (Mulan): caption words + blob tokens per image, 4500 train / 500 test",
+                 files=(f"{COREL_FOLDER}/{COREL_FILE}",))
 def load_corel5k(split: str = "train", drop_unseen_words: bool = True) -> MultimodalCounts:
     """Corel5k caption words (I, W) and blob tokens (I, 499) of ``split`` ("train": 4500 images, "test": 500)."""
     if split not in ("train", "test"):

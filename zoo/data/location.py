@@ -1,20 +1,39 @@
 """Where the data live, and the registry of dataset loaders.
 
 Rule: the directory named by ``ZOO_DATA``, else ``../shared/data`` beside the repository (or beside the current
-directory) when it exists. A loader registered with ``@register_loader(name)`` is reached by
-``zoo.load_dataset(name, **options)``.
+directory) when it exists. A loader registered with ``@register_loader(name, description, files=...)`` is reached by
+``zoo.load_dataset(name, **options)``; ``files`` (paths under the data root) marks a real data set, whose presence
+``dataset_status`` checks without loading it. Loaders live in the modules of ``zoo.data``, which are discovered
+(imported) on first use, so adding a data set touches no shared file.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import pathlib
+import pkgutil
 from typing import Callable
 
-__all__ = ["data_root", "dataset_path", "register_loader", "load_dataset", "list_datasets"]
+__all__ = ["DatasetInfo", "data_root", "dataset_path", "register_loader", "load_dataset", "list_datasets",
+           "datasets", "dataset_status"]
 
 _REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-_LOADERS: dict[str, tuple[Callable, str]] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetInfo:
+    """A registered loader. ``kind``: "real" (``files`` are the paths it reads under the data root), "synthetic"
+    (a generator) or "user" (reads files the user names, e.g. a folder of photos)."""
+
+    name: str
+    description: str
+    kind: str = "synthetic"
+    files: tuple[str, ...] = ()
+
+
+_LOADERS: dict[str, tuple[Callable, DatasetInfo]] = {}
+_DISCOVERED = False
 
 
 def data_root() -> pathlib.Path | None:
@@ -46,29 +65,67 @@ def dataset_path(folder: str, *files: str) -> pathlib.Path:
     return path
 
 
-def register_loader(name: str, description: str = ""):
-    """Decorator: register ``loader(**options) -> data container`` under ``name``."""
+def register_loader(name: str, description: str = "", *, files: tuple[str, ...] | list[str] = (),
+                    kind: str | None = None):
+    """Decorator: register ``loader(**options) -> data container`` under ``name``.
+
+    ``files``: for a real data set, the paths it reads under the data root (e.g. ``("mil_benchmarks/musk1.npz",)``),
+    so that ``zoo list --datasets`` can say whether it is present. ``kind`` defaults to "real" with ``files`` and
+    "synthetic" without; "user" marks a loader of the user's own files."""
+    kind = kind or ("real" if files else "synthetic")
+    if kind not in ("real", "synthetic", "user") or (kind == "real") != bool(files):
+        raise ValueError(f"register_loader({name!r}): kind {kind!r} with files {tuple(files)!r}: a real data set "
+                         f"names its files, a synthetic or user loader none")
+
     def decorate(fn: Callable) -> Callable:
         if name in _LOADERS:
             raise ValueError(f"dataset loader {name!r} registered twice")
-        _LOADERS[name] = (fn, description or (fn.__doc__ or "").strip().split("\n")[0])
+        info = DatasetInfo(name=name, description=description or (fn.__doc__ or "").strip().split("\n")[0],
+                           kind=kind, files=tuple(files))
+        _LOADERS[name] = (fn, info)
         return fn
     return decorate
 
 
-def _ensure_paper_modules() -> None:
-    # the paper modules register their loaders on import (``zoo.catalog`` the module, not the function)
-    importlib.import_module("zoo.catalog").ensure_loaded()
+def _discover() -> None:
+    """Import every module of ``zoo.data`` once (their ``@register_loader`` decorators fill the registry)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    package = importlib.import_module("zoo.data")
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"zoo.data.{info.name}")
+    _DISCOVERED = True
+
+
+def datasets() -> list[DatasetInfo]:
+    """Every registered data set, sorted by name."""
+    _discover()
+    return [info for _, (_, info) in sorted(_LOADERS.items())]
 
 
 def list_datasets() -> dict[str, str]:
-    _ensure_paper_modules()
-    return {name: desc for name, (fn, desc) in sorted(_LOADERS.items())}
+    """name -> one-line description of every registered data set."""
+    return {info.name: info.description for info in datasets()}
+
+
+def dataset_status(info: DatasetInfo, root: pathlib.Path | None = None) -> tuple[str, pathlib.Path | None]:
+    """("present" | "missing" | its kind, the folder it is read from) for a data set, from the file system only."""
+    if info.kind != "real":
+        return info.kind, None
+    root = data_root() if root is None else root
+    if root is None:
+        return "missing", None
+    paths = [root / f for f in info.files]
+    folder = paths[0].parent if len(paths) == 1 else pathlib.Path(os.path.commonpath(paths))
+    return ("present" if all(p.exists() for p in paths) else "missing"), folder
 
 
 def load_dataset(name: str, **options):
-    """Load a registered data set (real files or a synthetic generator) by name."""
-    _ensure_paper_modules()
+    """Load a registered data set (real files or a synthetic generator) by name; ``zoo list --datasets`` lists
+    them."""
+    _discover()
     if name not in _LOADERS:
         raise ValueError(f"load_dataset: unknown data set {name!r}; known: {', '.join(sorted(_LOADERS))}")
     return _LOADERS[name][0](**options)

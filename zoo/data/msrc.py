@@ -265,7 +265,8 @@ _SPLITS = ("train", "test", "all")
 
 
 @register_loader("msrc_v2", "MSRC-v2: 591 photos segmented into regions with per-region ground truth "
-                             "(AnnotatedRegions, or MultimodalCounts with form='counts')")
+                             "(AnnotatedRegions, or MultimodalCounts with form='counts')",
+                 files=tuple(f"{MSRC_FOLDER}/{name}" for name in ("classes.txt", "images", "labels", "labels_cleaned")))
 def load_msrc_v2(segmentation: str = "ncut", features: str = "carbonetto03", annotation: str = "original",
                  split: str = "train", *, classes: str = "all", test_fraction: float = 0.5, seed: int = 0,
                  min_labelled: float = 0.5, standardize: bool = True, form: str = "regions",

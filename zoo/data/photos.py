@@ -26,7 +26,7 @@ import numpy as np
 from zoo.data.location import register_loader
 
 __all__ = ["IMAGE_EXTENSIONS", "PhotoDetails", "read_captions", "photos_to_regions", "save_regions",
-           "load_regions", "configure_regions_parser"]
+           "load_regions", "regions_command"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".webp")
 
@@ -212,7 +212,8 @@ def photos_to_regions(folder, captions, *, features: str = "carbonetto03", segme
     return regions
 
 
-@register_loader("photos", "your own photos: folder + captions file -> AnnotatedRegions (zoo.data.photos)")
+@register_loader("photos", "your own photos: folder + captions file -> AnnotatedRegions (zoo.data.photos)",
+                 kind="user")
 def load_photos(folder, captions, **options):
     """``photos_to_regions(folder, captions, **options)`` through ``zoo.load_dataset("photos", ...)``."""
     return photos_to_regions(folder, captions, **options)
@@ -242,7 +243,8 @@ def load_regions(path):
     return regions, meta["names"]
 
 
-def _cmd_regions(args) -> int:
+def regions_command(args) -> int:
+    """``zoo regions`` (arguments in ``zoo.cli.build_parser``)."""
     regions, details = photos_to_regions(args.folder, args.captions, features=args.features,
                                          segmentation=args.segmentation, on_problem=args.on_problem,
                                          max_side=args.max_side,
@@ -251,17 +253,3 @@ def _cmd_regions(args) -> int:
     print(f"{regions.n_images} images, {regions.X.shape[0]} regions, {regions.X.shape[1]} features "
           f"({args.features}), {len(regions.vocabulary)} words; skipped {len(details.skipped)}; written to {out}")
     return 0
-
-
-def configure_regions_parser(parser) -> None:
-    """Arguments of ``zoo regions`` on an argparse (sub)parser; sets ``run``."""
-    parser.add_argument("folder", help="folder of images")
-    parser.add_argument("--captions", required=True, help="captions file: FILE<TAB>word word ... per line")
-    parser.add_argument("--features", default="carbonetto03", help="carbonetto03 | gustafson07 | kueck04")
-    parser.add_argument("--segmentation", default="ncut", help="ncut | slic | felzenszwalb")
-    parser.add_argument("--on-problem", default="raise", choices=("raise", "skip"),
-                        help="bad or uncaptioned images: stop with an error, or skip them (counted)")
-    parser.add_argument("--max-side", type=int, default=640, help="shrink larger photos to this longer side")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
-    parser.add_argument("--out", required=True, help="output .npz (read with zoo.data.photos.load_regions)")
-    parser.set_defaults(run=_cmd_regions)

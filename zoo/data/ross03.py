@@ -113,7 +113,8 @@ def _to_pm1(pixels: np.ndarray) -> np.ndarray:
     return pixels.astype(np.float64) / 127.5 - 1.0
 
 
-@register_loader("faces_cbcl", "MIT CBCL faces #1: 2429 19x19 faces, pixels in [-1, 1] (Ross 2003 Sec. 3.1.3)")
+@register_loader("faces_cbcl", "MIT CBCL faces #1: 2429 19x19 faces, pixels in [-1, 1] (Ross 2003 Sec. 3.1.3)",
+                 files=("faces_cbcl/CBCL.mat",))
 def load_faces_cbcl() -> MatrixDataset:
     """CBCL training faces (2429, 361), pixels scaled to [-1, 1], rows are row-major 19 x 19 upright images."""
     from scipy.io import loadmat
@@ -123,7 +124,8 @@ def load_faces_cbcl() -> MatrixDataset:
     return MatrixDataset(Matrix(_to_pm1(faces)), image_shape=(19, 19))
 
 
-@register_loader("faces_olivetti", "Olivetti/ORL faces: 400 images of 40 people, pixels in [-1, 1], labels = person")
+@register_loader("faces_olivetti", "Olivetti/ORL faces: 400 images of 40 people, pixels in [-1, 1], labels = person",
+                 files=("faces_olivetti/olivettifaces.mat",))
 def load_faces_olivetti(size: int = 32) -> MatrixDataset:
     """Olivetti faces (400, size^2), labels = person 0..39 (10 images each); ``size`` 64 (original) or a divisor
     of 64 (block-averaged down-sampling, 32 by default to keep the class experiments quick)."""
@@ -141,7 +143,8 @@ def load_faces_olivetti(size: int = 32) -> MatrixDataset:
 
 
 @register_loader("movielens_latest_small_2016",
-                 "MovieLens ml-latest-small (2016): users x movies ratings 0.5-5, missing = unrated")
+                 "MovieLens ml-latest-small (2016): users x movies ratings 0.5-5, missing = unrated",
+                 files=("movielens_latest_small_2016/ratings.csv", "movielens_latest_small_2016/movies.csv"))
 def load_movielens(min_ratings_per_movie: int = 50, min_ratings_per_user: int = 20) -> MatrixDataset:
     """The user x movie rating matrix (missing = not rated), keeping movies rated by at least
     ``min_ratings_per_movie`` users and then users with at least ``min_ratings_per_user`` of those ratings (the
@@ -174,7 +177,8 @@ def load_movielens(min_ratings_per_movie: int = 50, min_ratings_per_user: int = 
     return MatrixDataset(Matrix(values, mask), column_names=names)
 
 
-@register_loader("newsgroups_20news_w100", "20 Newsgroups, 16242 documents x 100 words, 0/1 occurrence, 4 groups")
+@register_loader("newsgroups_20news_w100", "20 Newsgroups, 16242 documents x 100 words, 0/1 occurrence, 4 groups",
+                 files=("newsgroups_20news_w100/20news_w100.mat",))
 def load_newsgroups() -> MatrixDataset:
     """Documents (16242, 100) of 0/1 word occurrences; labels = super-group (comp, rec, sci, talk)."""
     from scipy.io import loadmat
