@@ -1,0 +1,133 @@
+"""Golden draws: every custom sampler and optimizer, through ``zoo.fit`` with fixed seeds on small problems, gives
+bit-for-bit the draws recorded in ``tests/golden/draws.json``.
+
+Why: the drivers, kernels and their plumbing get refactored; a refactor that is meant to preserve behaviour must
+leave the random stream and the arithmetic alone, and a sha256 of each posterior / sample-stats array checks that
+exactly. When a change is *meant* to alter the draws, re-record (and say why in the commit message):
+
+    ZOO_RECORD_GOLDEN=1 OMP_NUM_THREADS=1 .venv/bin/python -m pytest tests/test_golden_draws.py
+
+The JSON also keeps each array's shape and sum, so a failure shows how far the draws moved.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import zoo
+from zoo.data import Bags, Matrix
+
+GOLDEN = pathlib.Path(__file__).parent / "golden" / "draws.json"
+RECORD = os.environ.get("ZOO_RECORD_GOLDEN") == "1"
+
+
+def _mil_bags(variant: str) -> Bags:
+    from zoo.data.mil import ring_data
+    d = ring_data(n=60, seed=3)
+    if variant == "supervised":
+        return Bags(d.X, d.bag_ids, instance_labels=d.instance_labels)
+    if variant == "constraint":
+        return Bags(d.X, d.bag_ids, group_labels=d.group_labels)
+    if variant == "measurement":
+        return Bags(d.X, d.bag_ids, fractions=d.fractions)
+    return Bags(d.X, d.bag_ids, group_labels=d.group_labels, fractions=d.fractions)
+
+
+def _kueck04(variant: str, method: str = "blocked_gibbs", **options):
+    spec = zoo.model(f"kueck04.{variant}", kernel="gaussian", width=1.0, max_active=12)
+    return zoo.fit(spec, _mil_bags(variant), method=method, seed=1, num_chains=2, num_warmup=15, num_samples=10,
+                   progress_bar=False, **options)
+
+
+def _gustafson07(variant: str):
+    from zoo.data.gustafson07 import sec6_synthetic
+    regions = sec6_synthetic(n_per_concept=6, delta=1.2, seed=3)
+    return zoo.fit(zoo.model(f"gustafson07.{variant}"), regions, method="collapsed_gibbs", seed=2, num_chains=2,
+                   num_warmup=10, num_samples=12, thinning=2, progress_bar=False)
+
+
+def _topic_counts():
+    from zoo.data.corel5k import simulate_multimodal
+    data, _ = simulate_multimodal(seed=0, n_images=40, n_topics=3, n_word_types=12, n_visual_types=15)
+    return data
+
+
+def _yakhnenko(model: str, method: str, **options):
+    return zoo.fit(zoo.model(f"yakhnenko.{model}", **options), _topic_counts(), method=method, seed=3,
+                   num_chains=2, max_iter=25, chunk=10, progress_bar=False)
+
+
+def _carbonetto03():
+    from zoo.data.carbonetto03 import mixture_data_sec2
+    X, _ = mixture_data_sec2(n_points=60, seed=0)
+    return zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag"), X,
+                   method="map_em", seed=4, num_chains=2, max_iter=30, progress_bar=False)
+
+
+def _ross03():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 6))
+    return zoo.fit(zoo.model("ross03.mcvq", n_vqs=2, n_states=3), Matrix(X), method="variational_em", seed=5,
+                   num_chains=2, max_iter=12, progress_bar=False)
+
+
+CASES = {
+    "kueck04.measurement/blocked_gibbs": lambda: _kueck04("measurement"),
+    "kueck04.hybrid/blocked_gibbs": lambda: _kueck04("hybrid"),
+    "kueck04.hybrid/blocked_gibbs_sequential": lambda: _kueck04("hybrid", chain_method="sequential"),
+    "kueck04.constraint/blocked_gibbs_mh": lambda: _kueck04("constraint", "blocked_gibbs_mh"),
+    "gustafson07.full/collapsed_gibbs": lambda: _gustafson07("full"),
+    "gustafson07.fs/collapsed_gibbs": lambda: _gustafson07("fs"),
+    "gustafson07.cvfs/collapsed_gibbs": lambda: _gustafson07("cvfs"),
+    "yakhnenko.mom_lda/mean_field_vi": lambda: _yakhnenko("mom_lda", "mean_field_vi", n_topics=3),
+    "yakhnenko.mom_hdp/stick_breaking_vi": lambda: _yakhnenko("mom_hdp", "stick_breaking_vi", truncation=4),
+    "carbonetto03.shrinkage_mixture/map_em": _carbonetto03,
+    "ross03.mcvq/variational_em": _ross03,
+}
+# each of these compiles a sampler of its own (about 10 s of CPU each): in the slow suite (-m slow) to keep the
+# default run of this file near a minute; measurement and hybrid above share one compilation
+SLOW_CASES = {
+    "kueck04.supervised/blocked_gibbs": lambda: _kueck04("supervised"),
+    "kueck04.constraint/blocked_gibbs": lambda: _kueck04("constraint"),
+}
+
+
+def _fingerprint(fit) -> dict:
+    """sha256, shape and sum of every array of the posterior and sample_stats groups (float64 / int64 bytes)."""
+    out = {}
+    for group in ("posterior", "sample_stats"):
+        if group not in fit.idata.groups():
+            continue
+        dataset = getattr(fit.idata, group)
+        for name in sorted(dataset.data_vars):
+            values = np.asarray(dataset[name].values)
+            canonical = values.astype(np.float64 if values.dtype.kind == "f" else np.int64, copy=False)
+            out[f"{group}/{name}"] = {"sha256": hashlib.sha256(np.ascontiguousarray(canonical).tobytes()).hexdigest(),
+                                      "shape": list(values.shape), "sum": float(np.sum(canonical))}
+    return out
+
+
+def _golden() -> dict:
+    return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+
+
+@pytest.mark.parametrize("case", list(CASES) + [pytest.param(c, marks=pytest.mark.slow) for c in SLOW_CASES])
+def test_draws_match_the_recorded_golden_draws(case):
+    got = _fingerprint({**CASES, **SLOW_CASES}[case]())
+    if RECORD:
+        golden = _golden()
+        golden[case] = got
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
+        return
+    expected = _golden().get(case)
+    assert expected is not None, f"{case}: no golden draws recorded (run with ZOO_RECORD_GOLDEN=1)"
+    assert sorted(got) == sorted(expected), f"{case}: arrays differ in name"
+    moved = {name: (expected[name]["sum"], got[name]["sum"]) for name in expected
+             if got[name]["sha256"] != expected[name]["sha256"] or got[name]["shape"] != expected[name]["shape"]}
+    assert not moved, f"{case}: draws differ from the golden ones (recorded sum, now sum): {moved}"
