@@ -16,7 +16,7 @@ import pathlib
 from typing import Any, Sequence, Union
 
 __all__ = ["Table", "Figure", "Section", "PaperReport", "format_number", "markdown_table", "save_figure",
-           "paper_markdown", "write_paper_markdown", "write_index_markdown", "write_index_html", "MIN_DPI"]
+           "paper_markdown", "write_paper_markdown", "print_section", "format_seconds", "write_index_markdown", "write_index_html", "MIN_DPI"]
 
 MIN_DPI = 100
 MIN_SIZE_INCHES = (6.0, 4.0)
@@ -76,8 +76,8 @@ class PaperReport:
 # ----------------------------------------------------------------------------------------------- formatting
 def format_number(value: Any) -> str:
     """One format for every cell of every table: None -> "-", NaN -> "n/a", ints as they are, floats with three
-    decimals (one from 100 on; three significant digits in scientific notation from 1e5 on and below 1e-3),
-    anything else by ``str``."""
+    decimals below 10 (0.838, 3.398), one decimal from 10 on (98.3, 123.4), three significant digits in scientific
+    notation from 1e5 on and below 1e-3; anything else (strings: preformatted cells) by ``str``."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -93,7 +93,7 @@ def format_number(value: Any) -> str:
         magnitude = abs(x)
         if magnitude >= 1e5 or (0 < magnitude < 1e-3):
             return f"{x:.3g}"
-        if magnitude >= 100:
+        if magnitude >= 10:
             return f"{x:.1f}"
         return f"{x:.3f}"
     return str(value)
@@ -123,6 +123,20 @@ def format_seconds(seconds: float | None) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(int(round(seconds)), 60)
     return f"{minutes} min {rest:02d} s"
+
+
+def print_section(section: Section) -> Section:
+    """Print a section's title, time and tables (Markdown) to stdout, as progress of a reproduction; returns it."""
+    print(f"--- {section.title} ({format_seconds(section.seconds)})")
+    for item in section.items:
+        if isinstance(item, Table):
+            print(f"{item.title}\n{markdown_table(item.header, item.rows)}")
+            if item.note:
+                print(item.note)
+            print()
+        else:
+            print(f"{item.title}: {item.path}")
+    return section
 
 
 # ------------------------------------------------------------------------------------------------- figures

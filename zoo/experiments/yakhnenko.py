@@ -5,11 +5,10 @@
      the factors) and held-out caption accuracy of MoM-LDA and MoM-HDP against Naive Bayes / logistic regression.
   2. Corel5k (when ``corel5k_mulan`` is present): caption accuracy of MoM-LDA, MoM-HDP, NB and LR (Table 1 analogue;
      K = 20, the paper's LabelMe setting, fixed a priori) and the K-sensitivity sweep (Fig. 3 analogue).
-     Corel5k has no per-region ground truth, so only caption-level numbers exist; see the printed notes.
+     Corel5k has no per-region ground truth, so only caption-level numbers exist (see the tables' notes).
 """
 from __future__ import annotations
 
-import json
 import pathlib
 import time
 
@@ -20,6 +19,10 @@ from zoo.bench import register_benchmark, timeit_best
 PAPER_TABLE1 = {  # VOC 2007, accuracy %, per region / per caption (Table 1 of the paper)
     "NB OneVsAll": (30.56, 38.03), "LR OneVsAll": (20.19, 20.79), "MoM-LDA": (31.67, 40.82),
     "MoM-HDP": (34.5, 41.92), "Chance": (5.0, 5.0)}
+
+
+PAPER_FIG3 = ("The paper's Fig. 3 (VOC 2007): MoM-LDA is best at K = 5 and degrades for larger K; MoM-HDP is "
+              "insensitive to K.")
 
 
 def _fit(model_id, data, fast, seed=0, **options):
@@ -63,16 +66,26 @@ def _accuracy_table(scores, test):
     return rows
 
 
-def _markdown(rows, title, seconds=None):
-    lines = [f"### {title}", "", "| method | caption acc. % (|C| = |R|) | top-1 acc. % | precision@5 % | "
-             "caption perplexity | paper VOC per region / per caption % | time s |", "|---|---|---|---|---|---|---|"]
-    for name, r in rows.items():
-        paper = PAPER_TABLE1.get(name.replace("Word frequency", "-"), None)
-        lines.append(f"| {name} | {r['caption_acc']:.2f} | {r['top1_acc']:.2f} | {r['precision_at_5']:.2f} | "
-                     f"{r.get('perplexity', float('nan')):.1f} | "
-                     f"{'%.2f / %.2f' % paper if paper else '-'} | "
-                     f"{(seconds or {}).get(name, float('nan')):.1f} |")
-    return "\n".join(lines) + "\n"
+def _paper_cell(name: str) -> str | None:
+    paper = PAPER_TABLE1.get(name)
+    return None if paper is None else f"{paper[0]:.2f} / {paper[1]:.2f}"
+
+
+def corel_table(rows: dict, title: str, seconds: dict | None, fast: bool):
+    """Corel5k caption accuracy of every method beside the paper's VOC 2007 numbers."""
+    from zoo.reports import Table
+    table_rows = [[name, r["caption_acc"], r["top1_acc"], r["precision_at_5"], r.get("perplexity"),
+                   _paper_cell(name), (seconds or {}).get(name)] for name, r in rows.items()]
+    if fast:
+        table_rows.append(["LR OneVsAll", None, None, None, None, _paper_cell("LR OneVsAll"),
+                           "not run in --fast (370 logistic regressions; full mode only)"])
+    return Table(title, ["method", "caption acc. % (|C| = |R|)", "top-1 acc. %", "precision@5 %",
+                         "caption perplexity", "paper VOC 2007 per region / per caption %", "time s"], table_rows,
+                 note="Corel5k has no per-region ground truth, so the paper's per-region column has no counterpart; "
+                      "the predicted caption has as many words as the true one (|C| = |R|), so caption accuracy = "
+                      "precision = recall. The paper's numbers are for VOC 2007 (not available here), with other "
+                      "images, words and visual features: the gaps to them are those of a different data set; "
+                      "compare the ordering of the methods only.")
 
 
 def _matched_l1(estimated, true):
@@ -82,7 +95,7 @@ def _matched_l1(estimated, true):
     return float(cost[rows, cols].mean())
 
 
-def synthetic_experiment(fast: bool) -> tuple[dict, str]:
+def synthetic_experiment(fast: bool) -> dict:
     """Recovery of the factors of data simulated from the MoM-LDA program, and held-out caption accuracy."""
     from zoo.data import MultimodalCounts
     from zoo.data.corel5k import simulate_multimodal
@@ -119,19 +132,25 @@ def synthetic_experiment(fast: bool) -> tuple[dict, str]:
     for name, kind in (("NB OneVsAll", "nb"), ("LR OneVsAll", "lr")):
         rows[name] = dict(caption_acc=100 * yh.caption_accuracy(yh.one_vs_all_baseline(train, test.visual_words,
                                                                                          kind), test.words))
-    lines = [f"### Synthetic data from the MoM-LDA program ({n_train} train / {n_test} test images, K = {k}, "
-             f"{train.words.shape[1]} words, {train.visual_words.shape[1]} visual words)", "",
-             f"Factor recovery: mean L1 distance between true and Hungarian-matched estimated factors (the {k} most "
-             f"used); a uniform guess scores {chance_b:.2f} on the visual factors.", "",
-             "| method | L1 visual factors | L1 word factors | factors with >= 1% of tokens | caption acc. % |",
-             "|---|---|---|---|---|"]
-    for name, r in rows.items():
-        lines.append(f"| {name} | {r.get('l1_visual', float('nan')):.3f} | {r.get('l1_words', float('nan')):.3f} | "
-                     f"{r.get('factors_used', '-')} | {r['caption_acc']:.2f} |")
-    return rows, "\n".join(lines) + "\n"
+    return {"rows": rows, "n_train": n_train, "n_test": n_test, "k": k, "n_words": int(train.words.shape[1]),
+            "n_visual_words": int(train.visual_words.shape[1]), "chance_l1_visual": chance_b}
 
 
-def k_sensitivity(train, test, fast: bool, out_dir: pathlib.Path) -> tuple[dict, str]:
+def synthetic_table(res: dict):
+    """Factor recovery and caption accuracy on the synthetic data."""
+    from zoo.reports import Table
+    rows = [[name, r.get("l1_visual"), r.get("l1_words"), r.get("factors_used"), r["caption_acc"]]
+            for name, r in res["rows"].items()]
+    return Table(f"Synthetic data from the MoM-LDA program ({res['n_train']} train / {res['n_test']} test images, "
+                 f"K = {res['k']}, {res['n_words']} words, {res['n_visual_words']} visual words)",
+                 ["method", "L1 visual factors", "L1 word factors", "factors with >= 1% of tokens", "caption acc. %"],
+                 rows,
+                 note=f"Factor recovery: mean L1 distance between the true factors and the Hungarian-matched "
+                      f"estimated ones (the {res['k']} most used); a uniform guess scores "
+                      f"{res['chance_l1_visual']:.2f} on the visual factors. The paper has no synthetic experiment.")
+
+
+def k_sensitivity(train, test, fast: bool) -> dict:
     """Fig. 3 analogue: caption accuracy against K for MoM-LDA and MoM-HDP (test split)."""
     from zoo.papers import yakhnenko as yh
     ks = (5, 10, 20, 30, 40, 50)
@@ -145,18 +164,30 @@ def k_sensitivity(train, test, fast: bool, out_dir: pathlib.Path) -> tuple[dict,
             top1.append(100 * yh.caption_accuracy(proba, test.words, n_predicted=1))
             print(f"  {name} K={k}: caption acc {acc[-1]:.2f} %, top-1 {top1[-1]:.2f} %", flush=True)
         result[name] = dict(caption_acc=acc, top1_acc=top1)
-    _plot_sweep(ks, {n: (result[n]["top1_acc"], result[n]["caption_acc"]) for n in ("MoM-LDA", "MoM-HDP")},
-                ("top-1 word", "caption (|C| = |R|)"), out_dir / "k_sensitivity.png", "accuracy on Corel5k test, %")
-    lines = ["### K-sensitivity on Corel5k (Fig. 3 analogue; accuracy %, caption |C| = |R| / top-1)", "",
-             "| K | " + " | ".join(str(k) for k in ks) + " |", "|---" * (len(ks) + 1) + "|"]
-    for name in ("MoM-LDA", "MoM-HDP"):
-        r = result[name]
-        lines.append(f"| {name} | " + " | ".join(f"{a:.1f} / {t:.1f}" for a, t in zip(r["caption_acc"],
-                                                                                      r["top1_acc"])) + " |")
-    for name in ("MoM-LDA", "MoM-HDP"):
-        spread = max(result[name]["caption_acc"]) - min(result[name]["caption_acc"])
-        lines.append(f"\n{name}: range of caption accuracy over K = {spread:.2f} points")
-    return result, "\n".join(lines) + "\n"
+    return result
+
+
+def k_sensitivity_table(result: dict):
+    """Corel5k caption / top-1 accuracy against K."""
+    from zoo.reports import Table
+    ks = result["K"]
+    rows = [[name, *(f"{a:.1f} / {t:.1f}" for a, t in zip(result[name]["caption_acc"], result[name]["top1_acc"]))]
+            for name in ("MoM-LDA", "MoM-HDP")]
+    ranges = {name: max(result[name]["caption_acc"]) - min(result[name]["caption_acc"])
+              for name in ("MoM-LDA", "MoM-HDP")}
+    spread = "; ".join(f"{name}: range of caption accuracy over K {r:.2f} points" for name, r in ranges.items())
+    return Table("K-sensitivity on Corel5k (Fig. 3 analogue; caption |C| = |R| / top-1 accuracy %)",
+                 ["method", *(f"K = {k}" for k in ks)], rows,
+                 note=f"{spread}. {PAPER_FIG3}")
+
+
+def plot_k_sensitivity(result: dict, path: pathlib.Path):
+    """Fig. 3 analogue on Corel5k; returns the Figure."""
+    from zoo.reports import Figure
+    _plot_sweep(result["K"], {n: (result[n]["top1_acc"], result[n]["caption_acc"]) for n in ("MoM-LDA", "MoM-HDP")},
+                ("top-1 word", "caption (|C| = |R|)"), path, "accuracy on Corel5k test, %",
+                "K-sensitivity on Corel5k (Fig. 3 analogue)")
+    return Figure("K-sensitivity on Corel5k", path, "Solid: top-1 word accuracy; dashed: caption accuracy.")
 
 
 def _restrict_words(train, test):
@@ -177,8 +208,8 @@ def _restrict_words(train, test):
     return train_r, test_r, test_labels
 
 
-def msrc_region_experiment(fast: bool, out_dir: pathlib.Path) -> tuple[dict, str]:
-    """Table 1 / Fig. 3 analogue with per-region ground truth: MSRC-v2 (issue 7's data layer), SLIC regions, dense
+def msrc_region_experiment(fast: bool) -> dict:
+    """Table 1 / Fig. 3 analogue with per-region ground truth: MSRC-v2, SLIC regions, dense
     DAISY visual words (500-word codebook of the training images), models trained on images + captions only."""
     import zoo
     from zoo.papers import yakhnenko as yh
@@ -201,7 +232,8 @@ def msrc_region_experiment(fast: bool, out_dir: pathlib.Path) -> tuple[dict, str
         for k in ks:
             pred = _fit(mid, train, fast, **{key: k}).predict(test)
             sweep[name].append(region_rows(pred.region_label))
-            print(f"  MSRC {name} K={k}: {sweep[name][-1]}", flush=True)
+            print(f"  MSRC {name} K={k}: per region {sweep[name][-1]['region_acc']:.2f} %, per caption "
+                  f"{sweep[name][-1]['caption_acc']:.2f} %", flush=True)
             if k == 20:
                 rows[name] = sweep[name][-1]
     has_words = test.region_visual_words.sum(1) > 0
@@ -209,94 +241,115 @@ def msrc_region_experiment(fast: bool, out_dir: pathlib.Path) -> tuple[dict, str
         scores = yh.one_vs_all_baseline(train, test.region_visual_words, kind=kind)
         rows[name] = region_rows(scores.argmax(1))
     rows["Chance"] = dict(region_acc=100.0 / train.words.shape[1], caption_acc=float("nan"))
-    lines = [f"### MSRC-v2 region labelling ({train.words.shape[0]} / {test.words.shape[0]} images, "
-             f"{int(scored.sum())} labelled test regions, {train.words.shape[1]} labels, K = 20; "
-             f"{int((~has_words).sum())} regions hold no visual word)", "",
-             "| method | per region % | per caption % (union of region labels) | paper VOC 2007 per region / caption |",
-             "|---|---|---|---|"]
-    for name, r in rows.items():
-        paper = PAPER_TABLE1.get(name)
-        lines.append(f"| {name} | {r['region_acc']:.2f} | {r['caption_acc']:.2f} | "
-                     f"{'%.2f / %.2f' % paper if paper else '-'} |")
-    lines += ["", "K-sensitivity on MSRC-v2 (Fig. 3 analogue; per region / per caption %)", "",
-              "| K | " + " | ".join(str(k) for k in ks) + " |", "|---" * (len(ks) + 1) + "|"]
-    for name in ("MoM-LDA", "MoM-HDP"):
-        lines.append(f"| {name} | " + " | ".join(f"{r['region_acc']:.1f} / {r['caption_acc']:.1f}"
-                                                 for r in sweep[name]) + " |")
-    _plot_sweep(ks, {n: ([r["region_acc"] for r in sweep[n]], [r["caption_acc"] for r in sweep[n]])
-                     for n in ("MoM-LDA", "MoM-HDP")}, ("per region", "per caption"),
-                out_dir / "k_sensitivity_msrc.png", "accuracy on MSRC-v2 test, %")
-    return {"table": rows, "k_sensitivity": sweep}, "\n".join(lines) + "\n"
+    return {"table": rows, "k_sensitivity": sweep, "n_train": int(train.words.shape[0]),
+            "n_test": int(test.words.shape[0]), "n_scored": int(scored.sum()), "n_labels": int(train.words.shape[1]),
+            "n_empty_regions": int((~has_words).sum())}
 
 
-def _plot_sweep(ks, series, labels, path, ylabel):
+def msrc_tables(res: dict) -> list:
+    """MSRC-v2 region labelling (Table 1 analogue) and its K-sensitivity."""
+    from zoo.reports import Table
+    rows = [[name, r["region_acc"], r["caption_acc"], _paper_cell(name)] for name, r in res["table"].items()]
+    main = Table(f"MSRC-v2 region labelling (Table 1 analogue; {res['n_train']} / {res['n_test']} images, "
+                 f"{res['n_scored']} labelled test regions, {res['n_labels']} labels, K = 20)",
+                 ["method", "per region %", "per caption % (union of region labels)",
+                  "paper VOC 2007 per region / caption %"], rows,
+                 note=f"SLIC regions, dense DAISY visual words (500-word codebook of the training images); the "
+                      f"models see images and captions only. {res['n_empty_regions']} regions hold no visual word. "
+                      f"The paper's numbers are for VOC 2007 (not available here): the gaps are those of a "
+                      f"different data set, labels and features; compare the ordering of the methods only.")
+    ks = res["k_sensitivity"]["K"]
+    sweep = Table("K-sensitivity on MSRC-v2 (Fig. 3 analogue; per region / per caption %)",
+                  ["method", *(f"K = {k}" for k in ks)],
+                  [[name, *(f"{r['region_acc']:.1f} / {r['caption_acc']:.1f}" for r in res["k_sensitivity"][name])]
+                   for name in ("MoM-LDA", "MoM-HDP")], note=PAPER_FIG3)
+    return [main, sweep]
+
+
+def plot_msrc_k_sensitivity(res: dict, path: pathlib.Path):
+    """Fig. 3 analogue on MSRC-v2; returns the Figure."""
+    from zoo.reports import Figure
+    sweep = res["k_sensitivity"]
+    _plot_sweep(sweep["K"], {n: ([r["region_acc"] for r in sweep[n]], [r["caption_acc"] for r in sweep[n]])
+                             for n in ("MoM-LDA", "MoM-HDP")}, ("per region", "per caption"), path,
+                "accuracy on MSRC-v2 test, %", "K-sensitivity on MSRC-v2 (Fig. 3 analogue)")
+    return Figure("K-sensitivity on MSRC-v2", path, "Solid: per-region accuracy; dashed: per-caption accuracy.")
+
+
+def _plot_sweep(ks, series, labels, path, ylabel, title):
+    """Accuracy against K: solid = the first of ``labels``, dashed = the second, one colour per model."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots()
+    from zoo.reports import save_figure
+    fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, color in (("MoM-LDA", "tab:red"), ("MoM-HDP", "tab:blue")):
         solid, dashed = series[name]
         ax.plot(ks, solid, "-o", color=color, label=f"{name} {labels[0]}")
         ax.plot(ks, dashed, "--o", color=color, label=f"{name} {labels[1]}")
+    ax.set_xticks(ks)
     ax.set_xlabel("K (number of factors / truncation)")
     ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return save_figure(fig, path)
 
 
-def reproduce(out_dir: pathlib.Path, fast: bool = False) -> None:
-    """Write ``yakhnenko.md`` (tables), ``k_sensitivity.png`` and ``yakhnenko.json`` into ``out_dir``."""
+def reproduce(out_dir: pathlib.Path, fast: bool = False):
+    """Synthetic data (always), Corel5k and MSRC-v2 (when present; K-sweeps and MSRC-v2 in full mode only);
+    returns a PaperReport (figures in ``out_dir``)."""
+    from zoo.reports import PaperReport, Section, print_section
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    results, text = {}, ["# Yakhnenko & Honavar: MoM-LDA and MoM-HDP", ""]
+    report = PaperReport("yakhnenko", "Yakhnenko & Honavar: annotating images and image objects with MoM-LDA and "
+                                      "MoM-HDP")
     print("synthetic data from the program ...", flush=True)
-    results["synthetic"], md = synthetic_experiment(fast)
-    text.append(md)
-    print(md)
+    t0 = time.perf_counter()
+    synthetic = synthetic_experiment(fast)
+    print_section(report.add(Section("Synthetic data from the MoM-LDA program", [synthetic_table(synthetic)],
+                                     seconds=time.perf_counter() - t0)))
     try:
         import zoo
         train, test = zoo.load_dataset("corel5k", split="train"), zoo.load_dataset("corel5k", split="test")
     except FileNotFoundError as err:
-        note = f"Corel5k skipped (data missing): {err}"
-        print(note)
-        text.append(note + "\n")
+        print(f"Corel5k skipped (data missing): {err}")
+        report.notes.append(f"Corel5k not run: data missing ({err})")
     else:
         print("Corel5k: accuracy table ...", flush=True)
+        t0 = time.perf_counter()
         scores, seconds = _scores(train, test, fast)
         rows = _accuracy_table(scores, test)
-        results["corel5k"] = rows
-        md = _markdown(rows, f"Corel5k caption annotation from blob tokens ({train.words.shape[0]} / "
-                             f"{test.words.shape[0]} images, {train.words.shape[1]} words, K = 20)", seconds)
-        md += ("\nCorel5k has no per-region ground truth: the per-region column of the paper has no counterpart "
-               "here; the caption has as many predicted words as the true one (|C| = |R|), so caption accuracy = "
-               "precision = recall. The paper's numbers are for VOC 2007 (not available), shown for the ordering "
-               "only.\n")
-        text.append(md)
-        print(md)
+        title = (f"Corel5k caption annotation from blob tokens ({train.words.shape[0]} / {test.words.shape[0]} "
+                 f"images, {train.words.shape[1]} words, K = 20)")
+        print_section(report.add(Section("Corel5k caption annotation (Table 1 analogue)",
+                                         [corel_table(rows, title, seconds, fast)],
+                                         seconds=time.perf_counter() - t0)))
         if fast:
-            text.append("Corel5k K-sensitivity and LR baseline: full mode only (zoo reproduce yakhnenko).\n")
+            report.notes.append("--fast: the Corel5k K-sensitivity sweep and the LR baseline run in full mode only")
         else:
             print("Corel5k: K-sensitivity ...", flush=True)
-            results["k_sensitivity"], md = k_sensitivity(train, test, fast, out_dir)
-            text.append(md)
-            print(md)
+            t0 = time.perf_counter()
+            sweep = k_sensitivity(train, test, fast)
+            print_section(report.add(Section("K-sensitivity on Corel5k (Fig. 3 analogue)",
+                                             [k_sensitivity_table(sweep),
+                                              plot_k_sensitivity(sweep, out_dir / "k_sensitivity.png")],
+                                             seconds=time.perf_counter() - t0)))
     try:
         import zoo
         zoo.data.dataset_path("msrc_v2", "classes.txt")
         if fast:
             raise FileNotFoundError("fast mode (segmenting and describing 591 photos is full mode only)")
     except FileNotFoundError as err:
-        note = f"MSRC-v2 region labelling skipped: {err}"
-        print(note)
-        text.append(note + "\n")
+        print(f"MSRC-v2 region labelling skipped: {err}")
+        report.notes.append(f"MSRC-v2 region labelling not run: {err}")
     else:
         print("MSRC-v2: region labelling ...", flush=True)
-        results["msrc_v2"], md = msrc_region_experiment(fast, out_dir)
-        text.append(md)
-        print(md)
-    (out_dir / "yakhnenko.md").write_text("\n".join(text))
-    (out_dir / "yakhnenko.json").write_text(json.dumps(results, indent=2, default=float))
+        t0 = time.perf_counter()
+        res = msrc_region_experiment(fast)
+        items = msrc_tables(res) + [plot_msrc_k_sensitivity(res, out_dir / "k_sensitivity_msrc.png")]
+        print_section(report.add(Section("MSRC-v2 region labelling (Table 1, Fig. 3 analogues)", items,
+                                         seconds=time.perf_counter() - t0)))
+    return report
 
 
 # ------------------------------------------------------------------------------------------------ benchmark

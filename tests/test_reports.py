@@ -1,0 +1,121 @@
+"""zoo.reports (the one Markdown table writer, the indexes) and zoo.reproduce (running and indexing papers)."""
+import base64
+import re
+import struct
+import types
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from zoo import reproduce as reproduce_module  # noqa: E402
+from zoo.reports import (Figure, PaperReport, Section, Table, format_number, markdown_table,  # noqa: E402
+                         save_figure, write_index_html, write_index_markdown)
+
+
+def _png_size(path) -> tuple[int, int]:
+    """(width, height) in pixels from the PNG header."""
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", header[16:24])
+
+
+def _fake_report(tmp_path) -> PaperReport:
+    out = tmp_path / "fake"
+    out.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0], label="line")
+    ax.set_xlabel("x")
+    ax.legend()
+    figure = Figure("A line", save_figure(fig, out / "line.png"), "A falling line.")
+    table = Table("Accuracy", ["method", "zoo", "paper"], [["ours", 0.91234, 0.9], ["baseline", None, float("nan")]],
+                  note="One line explaining the gap.")
+    return PaperReport("fake", "Fake (2000): a paper", [Section("Stage one", [table, figure], seconds=1.5)],
+                       notes=["--fast: nothing real"])
+
+
+def test_format_number_is_one_rule_for_every_cell():
+    assert format_number(0.123456) == "0.123"
+    assert format_number(98.3456) == "98.3"
+    assert format_number(1234.56) == "1234.6"
+    assert format_number(123456.0) == "1.23e+05"
+    assert format_number(0.0001234) == "0.000123"
+    assert format_number(np.float32(2.5)) == "2.500"
+    assert format_number(7) == format_number(np.int64(7)) == "7"
+    assert format_number(None) == "-" and format_number(float("nan")) == "n/a"
+    assert format_number("0.42 ± 0.03") == "0.42 ± 0.03"
+
+
+def test_markdown_table_layout_and_escaping():
+    text = markdown_table(["method", "acc. (|C| = |R|)"], [["a", 0.5], ["b|c", None]])
+    assert text.splitlines() == ["| method | acc. (\\|C\\| = \\|R\\|) |", "|---|---|", "| a | 0.500 |",
+                                 "| b\\|c | - |"]
+    with pytest.raises(ValueError, match="cells"):
+        markdown_table(["one", "two"], [[1]])
+
+
+def test_save_figure_enforces_size_and_resolution(tmp_path):
+    fig, _ = plt.subplots(figsize=(3, 2))
+    path = save_figure(fig, tmp_path / "small.png", dpi=50)
+    width, height = _png_size(path)
+    assert width >= 600 and height >= 400          # at least 6 x 4 inches at 100 dpi
+    assert not plt.get_fignums()                   # closed
+
+
+def test_index_markdown_round_trip(tmp_path):
+    report = _fake_report(tmp_path)
+    path = write_index_markdown([report], tmp_path)
+    text = path.read_text()
+    assert "## Fake (2000): a paper" in text and "[Fake (2000): a paper](#fake-2000-a-paper)" in text
+    assert "| ours | 0.912 | 0.900 |" in text and "| baseline | - | n/a |" in text
+    assert "One line explaining the gap." in text and "--fast: nothing real" in text
+    link = re.search(r"!\[A line\]\(([^)]+)\)", text).group(1)
+    assert link == "fake/line.png" and (tmp_path / link).exists()
+    assert "| fake | Stage one | 1.5 s |" in text
+
+
+def test_index_html_is_self_contained(tmp_path):
+    report = _fake_report(tmp_path)
+    html = write_index_html([report], tmp_path).read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<style>" in html
+    images = re.findall(r'<img [^>]*src="([^"]+)"', html)
+    assert len(images) == 1 and images[0].startswith("data:image/png;base64,")
+    assert base64.b64decode(images[0].split(",", 1)[1]) == (tmp_path / "fake" / "line.png").read_bytes()
+    assert not re.search(r'(src|href)="(?!#|data:)', html)          # no external file, no URL
+    assert "<table>" in html and '<td class="num">0.912</td>' in html
+    assert 'href="#paper-0"' in html and 'id="paper-0"' in html and "Time of each stage" in html
+
+
+def test_reproduce_papers_rejects_an_unknown_paper(tmp_path, capsys):
+    assert reproduce_module.reproduce_papers("no_such_paper", tmp_path, fast=True) == 2
+    assert "zoo reproduce: unknown paper 'no_such_paper'" in capsys.readouterr().err
+    assert not (tmp_path / "index.html").exists()
+
+
+def test_reproduce_papers_runs_times_and_indexes(tmp_path, monkeypatch, capsys):
+    def reproduce(out_dir, fast):
+        report = _fake_report(out_dir.parent)
+        report.notes.append(f"fast={fast}")
+        return report
+
+    def broken(out_dir, fast):
+        raise RuntimeError("boom")
+
+    modules = {"fake": types.SimpleNamespace(reproduce=reproduce), "zbroken": types.SimpleNamespace(reproduce=broken)}
+    monkeypatch.setattr(reproduce_module, "experiment_modules", lambda: modules)
+    assert reproduce_module.reproduce_papers("fake", tmp_path, fast=True) == 0
+    assert (tmp_path / "index.md").exists() and (tmp_path / "index.html").exists()
+    assert (tmp_path / "fake" / "report.md").exists()
+    assert "fast=True" in (tmp_path / "index.md").read_text()
+    assert "index.html" in capsys.readouterr().out
+    assert reproduce_module.reproduce_papers("all", tmp_path, fast=False) == 1      # one paper raised
+    text = (tmp_path / "index.md").read_text()
+    assert "zbroken: FAILED" in text and "RuntimeError: boom" in text and "fast=False" in text
+
+
+def test_every_experiment_module_is_discovered():
+    names = set(reproduce_module.experiment_modules())
+    assert {"carbonetto03", "gustafson07", "kueck04", "regions", "ross03", "yakhnenko"} <= names
