@@ -19,7 +19,13 @@ NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 
 @pytest.fixture
 def run_notebook(monkeypatch):
-    """Execute ``notebooks/<name>.ipynb`` in its fast setting; returns the executed notebook (no error outputs)."""
+    """Execute ``notebooks/<name>.ipynb`` in its fast setting; returns the executed notebook.
+
+    The stored notebook is read into memory and never written back: its stored outputs (the full setting, see
+    ``scripts/execute_notebooks.py``) and widget state are cleared first, so the returned notebook holds only this
+    run's outputs. Fails on an error output, and on a ``TqdmWarning`` (tqdm.auto falling back to text bars because
+    ipywidgets is missing from the kernel's environment).
+    """
     import nbformat
     from nbclient import NotebookClient
 
@@ -29,11 +35,18 @@ def run_notebook(monkeypatch):
         monkeypatch.setenv("OMP_NUM_THREADS", "1")
         path = NOTEBOOKS / f"{name}.ipynb"
         nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = []
+                cell.execution_count = None
+        nb.metadata.pop("widgets", None)
         NotebookClient(nb, timeout=600, kernel_name="python3",
                        resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-        errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-                  if o.output_type == "error"]
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+        errors = [o for o in outputs if o.output_type == "error"]
         assert not errors, errors
+        tqdm_warnings = [o.text for o in outputs if o.output_type == "stream" and "TqdmWarning" in o.text]
+        assert not tqdm_warnings, tqdm_warnings
         return nb
 
     return run

@@ -1,0 +1,200 @@
+#!/usr/bin/env python
+"""Re-execute the zoo's notebooks and store them with their outputs, so that they read (plots included) on a code
+host without running them.
+
+Usage (from the repository root, in an environment with ``pip install -e ".[notebooks]"``)::
+
+    python scripts/execute_notebooks.py                      # all notebooks in notebooks/, full setting
+    python scripts/execute_notebooks.py carbonetto03 ross03  # some of them (names or paths)
+    python scripts/execute_notebooks.py --fast               # ZOO_NOTEBOOK_FAST=1, the test suite's setting
+    python scripts/execute_notebooks.py --check              # run, report times, store nothing
+
+Each notebook runs in a fresh ``python3`` kernel whose working directory is ``notebooks/``, with
+``MPLBACKEND=module://matplotlib_inline.backend_inline`` (figures become PNG ``display_data`` outputs) and
+matplotlib's ``figure.dpi`` at 100, ``OMP_NUM_THREADS=1`` unless set. Outputs are cleared before the run.
+After the run the stored notebook is tidied:
+
+* progress-bar widgets (tqdm's ipywidgets bars) are transient: their ``display_data`` outputs and the notebook's
+  ``metadata.widgets`` state are dropped, since a code host cannot render them and their state bloats the JSON;
+* consecutive stream outputs of a cell (stdout, stderr) are merged and carriage returns applied as a terminal would,
+  so a text progress bar (NumPyro's) is stored as its final line instead of one output per update;
+* cell execution timing metadata is not recorded.
+
+The notebook is written in place atomically (temp file in the same folder, then rename), only when the run had
+no error; a failing notebook is left untouched and the script exits with status 1 after trying the rest.
+Each notebook's wall-clock run time is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+import time
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPOSITORY / "notebooks"
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+FIGURE_DPI = 100
+
+
+def notebook_paths(names: list[str]) -> list[pathlib.Path]:
+    """The notebooks named on the command line (``name``, ``name.ipynb`` or a path); all of notebooks/ if none."""
+    if not names:
+        return sorted(NOTEBOOKS.glob("*.ipynb"))
+    paths = []
+    for name in names:
+        path = pathlib.Path(name)
+        if not path.suffix:
+            path = NOTEBOOKS / f"{name}.ipynb"
+        elif not path.exists() and (NOTEBOOKS / path.name).exists():
+            path = NOTEBOOKS / path.name
+        if not path.exists():
+            raise SystemExit(f"no notebook {name!r} (looked for {path})")
+        paths.append(path.resolve())
+    return paths
+
+
+def clear_outputs(nb: nbformat.NotebookNode) -> None:
+    """Remove every code cell's outputs and execution count, and the notebook's stored widget state."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            cell.metadata.pop("execution", None)
+    nb.metadata.pop("widgets", None)
+
+
+def drop_widget_outputs(nb: nbformat.NotebookNode) -> int:
+    """Drop the ``display_data`` outputs that are widget views (progress bars) and the widget state; returns how
+    many outputs were dropped."""
+    dropped = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for output in cell.outputs:
+            if output.output_type == "display_data" and WIDGET_VIEW in output.get("data", {}):
+                dropped += 1
+                continue
+            kept.append(output)
+        cell.outputs = kept
+        cell.metadata.pop("execution", None)
+    nb.metadata.pop("widgets", None)
+    return dropped
+
+
+def _apply_carriage_returns(text: str) -> str:
+    """What a terminal shows for ``text``: on every line, only what follows the last carriage return."""
+    lines = text.split("\n")
+    return "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in lines)
+
+
+def coalesce_streams(nb: nbformat.NotebookNode) -> None:
+    """Merge each cell's consecutive stream outputs of the same name and apply their carriage returns."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        merged = []
+        for output in cell.outputs:
+            if (output.output_type == "stream" and merged and merged[-1].output_type == "stream"
+                    and merged[-1].name == output.name):
+                merged[-1].text += output.text
+            else:
+                merged.append(output)
+        for output in merged:
+            if output.output_type == "stream":
+                output.text = _apply_carriage_returns(output.text)
+        cell.outputs = [o for o in merged if o.output_type != "stream" or o.text.strip()]
+
+
+def kernel_environment(fast: bool, rc_file: pathlib.Path) -> dict[str, str]:
+    """Environment variables for the kernel: the notebook setting, the inline backend, the figure dpi."""
+    env = {"MPLBACKEND": INLINE_BACKEND, "MATPLOTLIBRC": str(rc_file),
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    env["ZOO_NOTEBOOK_FAST"] = "1" if fast else "0"
+    return env
+
+
+def execute(path: pathlib.Path, timeout: int, kernel_name: str) -> tuple[nbformat.NotebookNode, float]:
+    """Run one notebook (outputs cleared first) in a fresh kernel; returns it executed, and the wall time in s."""
+    nb = nbformat.read(path, as_version=4)
+    clear_outputs(nb)
+    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    return nb, time.perf_counter() - start
+
+
+def write_atomically(nb: nbformat.NotebookNode, path: pathlib.Path) -> None:
+    """Write the notebook to a temporary file beside ``path`` and rename it over ``path``."""
+    nbformat.validate(nb)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".ipynb.tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            nbformat.write(nb, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        pathlib.Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="*", help="names (e.g. carbonetto03) or paths; default: all in notebooks/")
+    parser.add_argument("--fast", action="store_true", help="run with ZOO_NOTEBOOK_FAST=1 (the test suite's setting)")
+    parser.add_argument("--timeout", type=int, default=1800, help="per-cell timeout in seconds (default 1800)")
+    parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default python3)")
+    parser.add_argument("--check", action="store_true", help="execute and report, but do not write the notebooks")
+    args = parser.parse_args(argv)
+
+    paths = notebook_paths(args.notebooks)
+    setting = "fast (ZOO_NOTEBOOK_FAST=1)" if args.fast else "full"
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="zoo-notebooks-") as scratch:
+        rc_file = pathlib.Path(scratch) / "matplotlibrc"
+        rc_file.write_text(f"backend: {INLINE_BACKEND}\nfigure.dpi: {FIGURE_DPI}\n")
+        saved = {key: os.environ.get(key) for key in ("MPLBACKEND", "MATPLOTLIBRC", "OMP_NUM_THREADS",
+                                                      "ZOO_NOTEBOOK_FAST")}
+        os.environ.update(kernel_environment(args.fast, rc_file))   # the kernel inherits this process's environment
+        try:
+            for path in paths:
+                print(f"{path.name}: running ({setting}) ...", flush=True)
+                try:
+                    nb, seconds = execute(path, args.timeout, args.kernel)
+                except CellExecutionError as err:
+                    failed.append(path.name)
+                    print(f"{path.name}: FAILED, left unchanged\n{err}", file=sys.stderr, flush=True)
+                    continue
+                dropped = drop_widget_outputs(nb)
+                coalesce_streams(nb)
+                if not args.check:
+                    write_atomically(nb, path)
+                size = path.stat().st_size / 1024
+                print(f"{path.name}: {seconds:.1f} s ({setting}); {dropped} progress-bar outputs dropped; "
+                      f"{'not written' if args.check else f'stored, {size:.0f} KiB'}", flush=True)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+    if failed:
+        print("failed:", ", ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
