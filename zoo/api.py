@@ -7,6 +7,7 @@ from typing import Any, Callable, Mapping
 from zoo import registry
 from zoo.catalog import ensure_loaded
 from zoo.generic import GENERIC_METHODS
+from zoo.options import check_known
 from zoo.registry import ModelSpec
 from zoo.results import Fit
 
@@ -34,12 +35,7 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
     if not isinstance(seed, (int,)) or isinstance(seed, bool):
         raise ValueError(f"seed: expected an int, got {seed!r}")
     if isinstance(spec, ModelSpec):
-        entry = registry.get_model(spec.id)
-        name = method or entry.default_method
-        if name not in entry.methods:
-            raise ValueError(f"method: {name!r} is not registered for {spec.id!r}; "
-                             f"available: {', '.join(entry.methods)}")
-        return _warnings_at_caller(entry.methods[name].runner, spec, data, seed=seed, **options)
+        return _warnings_at_caller(registry.run_method, spec, method, data, seed, options)
     if callable(spec):
         name = method or "nuts"
         if name not in GENERIC_METHODS:
@@ -47,6 +43,7 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
         if not isinstance(data, Mapping):
             raise ValueError("data: for a user program, pass a dict of the program's keyword arguments")
         user_spec = ModelSpec(id=None, program=spec, options={}, priors={})
+        check_known(options, registry.option_names(GENERIC_METHODS[name]), f"method {name!r}")
         return _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec, **options)
     raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, got {type(spec).__name__}")
 

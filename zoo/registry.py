@@ -3,16 +3,37 @@
 Registering a model is one call (``register_model``); registering an inference method is one decorator
 (``@register_method("paper.variant", "name")``). Paper modules in ``zoo/papers/`` do both at import time;
 ``zoo.catalog`` imports them all.
+
+The registry enforces the contract that CONTRIBUTING.md states: a method's options are the keyword parameters of its
+runner (or the ``options=`` it registers with), and ``run_method`` refuses any other name with a ValueError listing
+the known ones before the runner starts; it also completes the ``Fit`` (spec, method name, data, headline sites),
+so runners need not repeat them.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+import inspect
+from typing import Any, Callable, Iterable, Mapping
 
+from zoo.options import check_known
 from zoo.priors import resolve_priors
 
 __all__ = ["ModelSpec", "ModelEntry", "Method", "register_model", "register_method", "get_model", "get_methods",
-           "model", "models_registered"]
+           "model", "models_registered", "run_method", "option_names"]
+
+#: Runner parameters that are not user options: the spec, the data, the seed, and what the registry hands the
+#: generic methods itself.
+_NOT_OPTIONS = frozenset({"spec", "data", "seed", "program", "program_kwargs", "predictor", "headline"})
+
+
+def option_names(fn: Callable) -> tuple[str, ...]:
+    """The user options of a runner (or of an options function): its keyword parameters other than spec, data,
+    seed and the registry's own arguments. ``**kwargs`` adds none: an option must be named to exist."""
+    names = []
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY) and param.name not in _NOT_OPTIONS:
+            names.append(param.name)
+    return tuple(names)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,10 +57,14 @@ class ModelSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Method:
+    """An inference method of a model: ``runner(spec, data, seed=..., **options) -> zoo.results.Fit``; ``options``
+    are the option names it accepts."""
+
     name: str
-    runner: Callable  # runner(spec, data, seed=..., **options) -> zoo.results.Fit
+    runner: Callable
     description: str
     generic: bool = False
+    options: tuple = ()
 
 
 @dataclasses.dataclass
@@ -100,23 +125,48 @@ def _register_generic(entry: ModelEntry) -> None:
 
     for name, run in GENERIC_METHODS.items():
         entry.methods[name] = Method(name=name, runner=make_runner(name, run),
-                                     description=f"generic {name.upper()} on the NumPyro program", generic=True)
+                                     description=f"generic {name.upper()} on the NumPyro program", generic=True,
+                                     options=option_names(run))
 
 
-def register_method(model_ids: str | tuple | list, name: str, *, description: str = "", generic: bool = False):
-    """Decorator registering ``runner(spec, data, seed=0, **options) -> Fit`` as method ``name`` of the models."""
+def register_method(model_ids: str | tuple | list, name: str, *, description: str = "", generic: bool = False,
+                    options: Callable | Iterable[str] | None = None):
+    """Decorator registering ``runner(spec, data, seed=0, **options) -> Fit`` as method ``name`` of the models.
+
+    The method's options are the runner's keyword parameters; a runner that takes ``**options`` and validates them
+    itself passes ``options=`` (a function whose keyword parameters are the options, or the names)."""
     ids = (model_ids,) if isinstance(model_ids, str) else tuple(model_ids)
 
     def decorate(runner: Callable) -> Callable:
+        if options is None:
+            names = option_names(runner)
+        elif callable(options):
+            names = option_names(options)
+        else:
+            names = tuple(options)
         for mid in ids:
             entry = get_model(mid)
             if name in entry.methods:
                 raise ValueError(f"method {name!r} is registered twice for {mid!r}")
             doc = description or (runner.__doc__ or "").strip().split("\n")[0]
-            entry.methods[name] = Method(name=name, runner=runner, description=doc, generic=generic)
+            entry.methods[name] = Method(name=name, runner=runner, description=doc, generic=generic, options=names)
         return runner
 
     return decorate
+
+
+def run_method(spec: ModelSpec, name: str | None, data: Any, seed: int, options: Mapping[str, Any]):
+    """Run method ``name`` (None: the model's default) of ``spec`` on ``data``: options checked against the
+    method's, then the runner, then the ``Fit`` completed with the spec, the method, the data and the headline."""
+    entry = get_model(spec.id)
+    name = name or entry.default_method
+    if name not in entry.methods:
+        raise ValueError(f"method: {name!r} is not registered for {spec.id!r}; available: {', '.join(entry.methods)}")
+    method = entry.methods[name]
+    check_known(options, method.options, f"method {name!r} of {spec.id!r}")
+    fit = method.runner(spec, data, seed=seed, **options)
+    return dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
+                               headline=fit.headline or list(entry.headline) or None)
 
 
 def models_registered() -> dict[str, ModelEntry]:

@@ -357,7 +357,7 @@ def _em_method(model_id, name, *, use_prior, arrays, predictor, learn_weights, d
                        predictor=predictor, data=kept, **opts)
 
     runner.__doc__ = doc
-    register_method(model_id, name)(runner)
+    register_method(model_id, name, options=_em_options)(runner)
 
 
 _em_method("carbonetto03.shrinkage_mixture", "map_em", use_prior=True, arrays=_mixture_data,

@@ -1,0 +1,88 @@
+"""Validation of options, one helper per kind of value: each returns the value in canonical form or raises a
+``ValueError`` that names the option and what is wrong, before any computation.
+
+Every checker takes ``(value, name)`` in that order. ``check_known`` refuses option names a method or model does not
+have, listing the ones it has.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = ["check_known", "positive_int", "nonnegative_int", "positive_float", "nonnegative_float",
+           "finite_float", "probability", "one_of", "boolean"]
+
+
+def check_known(given: Mapping[str, Any] | Iterable[str], known: Iterable[str], where: str) -> None:
+    """ValueError naming the first unknown option of ``given`` and listing the ``known`` ones of ``where``."""
+    known = sorted(set(known))
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        raise ValueError(f"{', '.join(unknown)}: unknown option{plural} of {where}; "
+                         f"known options: {', '.join(known) or '(none)'}")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def positive_int(value, name: str) -> int:
+    """An integer >= 1 (Python or NumPy integer; not a bool, not a float)."""
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def nonnegative_int(value, name: str) -> int:
+    """An integer >= 0."""
+    if not _is_int(value) or value < 0:
+        raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def finite_float(value, name: str) -> float:
+    """A finite real number."""
+    if not _is_real(value) or not math.isfinite(float(value)):
+        raise ValueError(f"{name}: expected a finite number, got {value!r}")
+    return float(value)
+
+
+def positive_float(value, name: str) -> float:
+    """A finite real number > 0."""
+    if not _is_real(value) or not math.isfinite(float(value)) or value <= 0:
+        raise ValueError(f"{name}: expected a finite positive number, got {value!r}")
+    return float(value)
+
+
+def nonnegative_float(value, name: str) -> float:
+    """A finite real number >= 0."""
+    if not _is_real(value) or not math.isfinite(float(value)) or value < 0:
+        raise ValueError(f"{name}: expected a finite non-negative number, got {value!r}")
+    return float(value)
+
+
+def probability(value, name: str) -> float:
+    """A real number in [0, 1]."""
+    if not _is_real(value) or not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"{name}: expected a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def one_of(value, name: str, choices: Sequence) -> Any:
+    """One of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def boolean(value, name: str) -> bool:
+    """True or False (NumPy booleans too), nothing else."""
+    if type(value).__name__ not in ("bool", "bool_"):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
