@@ -1,7 +1,7 @@
 """MSRC-v2 as annotated regions: segmentation, region features, per-region ground truth, split, cache, loader.
 
 ``zoo.load_dataset("msrc_v2", segmentation="ncut", features="carbonetto03", annotation="original",
-split="train")`` -> ``AnnotatedRegions`` (or ``form="counts"`` -> ``MultimodalCounts``, see ``zoo.data.visual_words``).
+split="train")`` -> ``AnnotatedRegions`` (or ``form="counts"`` -> ``MultimodalCounts`` of visual words, ``msrc_counts``).
 
 Ground truth (issue 7): a region's true label is the majority class of its labelled pixels (void excluded); a
 region whose pixels are mostly void (labelled share < ``min_labelled``) is unlabelled (-1). An image's keywords
@@ -28,12 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from zoo.data import visual_words as vw
 from zoo.data.location import dataset_path, register_loader
 
 __all__ = ["MSRC_FOLDER", "MSRC_CLASSES", "MSRC21_DROPPED", "cache_dir", "msrc_image_names", "msrc_split",
            "read_msrc_image", "read_msrc_label_map", "region_class_counts", "region_labels_from_counts",
            "keywords_from_label_map", "msrc_region_table", "msrc_region_maps", "load_msrc_v2",
-           "plot_msrc_image"]
+           "msrc_counts", "plot_msrc_image"]
 
 MSRC_FOLDER = "msrc_v2"
 MSRC_CLASSES = ("building", "grass", "tree", "cow", "horse", "sheep", "sky", "mountain", "aeroplane", "water",
@@ -303,7 +304,6 @@ def load_msrc_v2(segmentation: str = "ncut", features: str = "carbonetto03", ann
     train, test = msrc_split(names, test_fraction, seed)
     chosen = {"train": train, "test": test, "all": names}[split]
     if form == "counts":
-        from zoo.data.visual_words import msrc_counts
         return msrc_counts(table, chosen, train, vocabulary, mapping, features=features,
                            annotation=annotation, min_labelled=min_labelled, segmentation=segmentation,
                            segmentation_params=segmentation_params, n_jobs=n_jobs, progress=progress,
@@ -359,3 +359,91 @@ def plot_msrc_image(name: str, segmentation: str = "ncut", annotation: str = "or
     labels = region_labels_from_counts(counts, mapping, min_labelled)
     return plot_segmentation(read_msrc_image(name), region_map, labels, vocabulary, ax=ax,
                              title=f"{name} ({segmentation}, {annotation})")
+
+
+# ------------------------------------------------------------------------------------ counts form (visual words)
+def _dense_worker(task):
+    """Worker: DAISY grid descriptors of one MSRC image and the region (of its cached map) at each grid point."""
+    name, region_map, params = task
+    rows, cols, desc = vw.dense_descriptors(read_msrc_image(name), **params)
+    return name, region_map[rows, cols].astype(np.int64), desc.astype(np.float32)
+
+
+def _dense_region_counts(table, segmentation, segmentation_params, train, params, n_visual_words, seed,
+                         n_jobs, progress):
+    """(R_all, V) dense visual-word counts of every region of the table, codebook from ``train``; cached."""
+    from zoo.data.regions import parallel_map
+
+    blob = json.dumps({"v": vw.DENSE_VERSION, "table": str(table["key"]), "params": params, "V": n_visual_words,
+                       "seed": seed, "train": hashlib.sha1("\n".join(train).encode()).hexdigest()}, sort_keys=True)
+    path = cache_dir() / f"{table['key']}_dense_{hashlib.sha1(blob.encode()).hexdigest()[:16]}.npz"
+    if path.exists():
+        with np.load(path, allow_pickle=False) as f:
+            return f["region_counts"]
+    names = [str(n) for n in table["names"]]
+    maps = msrc_region_maps(segmentation, segmentation_params, progress=progress)
+    tasks = [(n, maps[n], params) for n in names]
+    results = parallel_map(_dense_worker, tasks, n_jobs, progress, "MSRC-v2 dense descriptors")
+    rng = np.random.default_rng(seed)
+    train_set = set(train)
+    sample = np.concatenate([r[2][rng.choice(len(r[2]), min(len(r[2]), 100), replace=False)]
+                             for r in results if r[0] in train_set])  # ~100 patches per training image
+    centres, _ = vw.kmeans(sample.astype(np.float64), n_visual_words, seed=seed, max_iter=30)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(table["image_index"], minlength=len(names)))])
+    region_counts = np.zeros((len(table["image_index"]), n_visual_words), dtype=np.int64)
+    for i, (_, region_ids, desc) in enumerate(results):
+        n_regions = offsets[i + 1] - offsets[i]
+        words = vw.quantize(desc.astype(np.float64), centres)
+        region_counts[offsets[i]:offsets[i + 1]] = vw.region_word_counts(words, region_ids, n_regions, n_visual_words)
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez_compressed(tmp, region_counts=region_counts)
+    os.replace(tmp, path)
+    return region_counts
+
+
+def msrc_counts(table, chosen, train, vocabulary, mapping, *, features, annotation, min_labelled, segmentation,
+                segmentation_params, visual_words: str = "blobs", n_visual_words: int | None = None,
+                codebook_seed: int = 0, dense_params: dict | None = None, n_jobs: int | None = None,
+                progress: bool = True):
+    """MSRC-v2 as ``MultimodalCounts`` (called by ``load_msrc_v2(form="counts")``; its options are these).
+
+    visual_words: "blobs" (default 64 tokens, k-means of the standardized ``features`` of the training regions) |
+    "dense" (default 500 words, DAISY patches, ``dense_params`` overriding ``vw.DEFAULT_DENSE_PARAMS``);
+    codebook_seed seeds k-means. words (I, W) are keyword indicators; region_labels the true region labels.
+    """
+    from zoo.data.containers import MultimodalCounts
+
+    if visual_words not in ("blobs", "dense"):
+        raise ValueError(f"visual_words: expected 'blobs' or 'dense', got {visual_words!r}")
+    n_visual_words = (64 if visual_words == "blobs" else 500) if n_visual_words is None else n_visual_words
+    params = dict(vw.DEFAULT_DENSE_PARAMS)
+    unknown = sorted(set(dense_params or {}) - set(params))
+    if unknown:
+        raise ValueError(f"dense_params: unknown parameter {unknown[0]!r}; parameters: {', '.join(params)}")
+    params.update(dense_params or {})
+    X, image_ids, keywords, labels = _split_arrays(table, chosen, features, annotation, mapping, vocabulary,
+                                                   min_labelled)
+    if visual_words == "blobs":
+        X_train = _split_arrays(table, train, features, annotation, mapping, vocabulary, min_labelled)[0]
+        X_train_std = _standardize_with_train(table, X_train, train, features)
+        _, tokens = vw.blob_tokens(X_train_std, _standardize_with_train(table, X, train, features), n_visual_words,
+                                codebook_seed)
+        region_counts = vw.one_hot_counts(tokens, n_visual_words)
+        names = [f"blob{v}" for v in range(n_visual_words)]
+    else:
+        all_counts = _dense_region_counts(table, segmentation, segmentation_params, train, params, n_visual_words,
+                                          codebook_seed, n_jobs, progress)
+        index = {str(n): i for i, n in enumerate(table["names"])}
+        position = np.full(len(index), -1)
+        position[[index[n] for n in chosen]] = np.arange(len(chosen))
+        rows = np.flatnonzero(position[table["image_index"]] >= 0)
+        rows = rows[np.argsort(position[table["image_index"][rows]], kind="stable")]
+        region_counts = all_counts[rows]
+        names = [f"daisy{v}" for v in range(n_visual_words)]
+    word_index = {w: k for k, w in enumerate(vocabulary)}
+    words = np.zeros((len(chosen), len(vocabulary)), dtype=np.int64)
+    for i, kw in enumerate(keywords):
+        words[i, [word_index[w] for w in kw]] = 1
+    return MultimodalCounts(words=words, visual_words=vw.image_sums(region_counts, image_ids, len(chosen)),
+                            word_vocabulary=list(vocabulary), visual_vocabulary=names,
+                            region_visual_words=region_counts, region_image_ids=image_ids, region_labels=labels)

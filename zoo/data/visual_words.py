@@ -15,17 +15,13 @@ k-means is a small seeded numpy implementation (k-means++ seeding, Lloyd iterati
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-
 import numpy as np
 
-__all__ = ["kmeans", "quantize", "blob_tokens", "dense_descriptors", "region_word_counts",
-           "DEFAULT_DENSE_PARAMS", "msrc_counts", "counts_from_regions"]
+__all__ = ["kmeans", "quantize", "blob_tokens", "dense_descriptors", "region_word_counts", "one_hot_counts",
+           "image_sums", "DEFAULT_DENSE_PARAMS", "DENSE_VERSION", "counts_from_regions"]
 
 DEFAULT_DENSE_PARAMS = {"step": 8, "radius": 6, "rings": 2, "histograms": 6, "orientations": 8}
-_DENSE_VERSION = 1
+DENSE_VERSION = 1
 
 
 def _squared_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -123,13 +119,13 @@ def region_word_counts(words, region_ids, n_regions: int, n_words: int) -> np.nd
     return joint.reshape(n_regions, n_words)
 
 
-def _one_hot_counts(tokens: np.ndarray, n_words: int) -> np.ndarray:
+def one_hot_counts(tokens: np.ndarray, n_words: int) -> np.ndarray:
     out = np.zeros((len(tokens), n_words), dtype=np.int64)
     out[np.arange(len(tokens)), tokens] = 1
     return out
 
 
-def _image_sums(region_counts: np.ndarray, image_ids: np.ndarray, n_images: int) -> np.ndarray:
+def image_sums(region_counts: np.ndarray, image_ids: np.ndarray, n_images: int) -> np.ndarray:
     out = np.zeros((n_images, region_counts.shape[1]), dtype=np.int64)
     np.add.at(out, image_ids, region_counts)
     return out
@@ -147,102 +143,10 @@ def counts_from_regions(regions, n_visual_words: int = 64, seed: int = 0, train=
     if source.X.shape[1] != regions.X.shape[1]:
         raise ValueError(f"train: {source.X.shape[1]} features, but regions have {regions.X.shape[1]}")
     _, tokens = blob_tokens(source.X, regions.X, n_visual_words, seed)
-    region_counts = _one_hot_counts(tokens, n_visual_words)
+    region_counts = one_hot_counts(tokens, n_visual_words)
     return MultimodalCounts(words=regions.keyword_matrix().astype(np.int64),
-                            visual_words=_image_sums(region_counts, regions.image_ids, regions.n_images),
+                            visual_words=image_sums(region_counts, regions.image_ids, regions.n_images),
                             word_vocabulary=list(regions.vocabulary),
                             visual_vocabulary=[f"blob{v}" for v in range(n_visual_words)],
                             region_visual_words=region_counts, region_image_ids=regions.image_ids,
                             region_labels=regions.region_labels)
-
-
-# ------------------------------------------------------------------------------------------- MSRC-v2, counts form
-def _dense_worker(task):
-    """Worker: DAISY grid descriptors of one MSRC image and the region (of its cached map) at each grid point."""
-    name, region_map, params = task
-    from zoo.data.msrc import read_msrc_image
-
-    rows, cols, desc = dense_descriptors(read_msrc_image(name), **params)
-    return name, region_map[rows, cols].astype(np.int64), desc.astype(np.float32)
-
-
-def _dense_region_counts(table, segmentation, segmentation_params, train, params, n_visual_words, seed,
-                         n_jobs, progress):
-    """(R_all, V) dense visual-word counts of every region of the table, codebook from ``train``; cached."""
-    from zoo.data.msrc import cache_dir, msrc_region_maps
-    from zoo.data.regions import parallel_map
-
-    blob = json.dumps({"v": _DENSE_VERSION, "table": str(table["key"]), "params": params, "V": n_visual_words,
-                       "seed": seed, "train": hashlib.sha1("\n".join(train).encode()).hexdigest()}, sort_keys=True)
-    path = cache_dir() / f"{table['key']}_dense_{hashlib.sha1(blob.encode()).hexdigest()[:16]}.npz"
-    if path.exists():
-        with np.load(path, allow_pickle=False) as f:
-            return f["region_counts"]
-    names = [str(n) for n in table["names"]]
-    maps = msrc_region_maps(segmentation, segmentation_params, progress=progress)
-    tasks = [(n, maps[n], params) for n in names]
-    results = parallel_map(_dense_worker, tasks, n_jobs, progress, "MSRC-v2 dense descriptors")
-    rng = np.random.default_rng(seed)
-    train_set = set(train)
-    sample = np.concatenate([r[2][rng.choice(len(r[2]), min(len(r[2]), 100), replace=False)]
-                             for r in results if r[0] in train_set])  # ~100 patches per training image
-    centres, _ = kmeans(sample.astype(np.float64), n_visual_words, seed=seed, max_iter=30)
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(table["image_index"], minlength=len(names)))])
-    region_counts = np.zeros((len(table["image_index"]), n_visual_words), dtype=np.int64)
-    for i, (_, region_ids, desc) in enumerate(results):
-        n_regions = offsets[i + 1] - offsets[i]
-        words = quantize(desc.astype(np.float64), centres)
-        region_counts[offsets[i]:offsets[i + 1]] = region_word_counts(words, region_ids, n_regions, n_visual_words)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez_compressed(tmp, region_counts=region_counts)
-    os.replace(tmp, path)
-    return region_counts
-
-
-def msrc_counts(table, chosen, train, vocabulary, mapping, *, features, annotation, min_labelled, segmentation,
-                segmentation_params, visual_words: str = "blobs", n_visual_words: int | None = None,
-                codebook_seed: int = 0, dense_params: dict | None = None, n_jobs: int | None = None,
-                progress: bool = True):
-    """MSRC-v2 as ``MultimodalCounts`` (called by ``load_msrc_v2(form="counts")``; its options are these).
-
-    visual_words: "blobs" (default 64 tokens, k-means of the standardized ``features`` of the training regions) |
-    "dense" (default 500 words, DAISY patches, ``dense_params`` overriding ``DEFAULT_DENSE_PARAMS``);
-    codebook_seed seeds k-means. words (I, W) are keyword indicators; region_labels the true region labels.
-    """
-    from zoo.data.containers import MultimodalCounts
-    from zoo.data.msrc import _split_arrays, _standardize_with_train
-
-    if visual_words not in ("blobs", "dense"):
-        raise ValueError(f"visual_words: expected 'blobs' or 'dense', got {visual_words!r}")
-    n_visual_words = (64 if visual_words == "blobs" else 500) if n_visual_words is None else n_visual_words
-    params = dict(DEFAULT_DENSE_PARAMS)
-    unknown = sorted(set(dense_params or {}) - set(params))
-    if unknown:
-        raise ValueError(f"dense_params: unknown parameter {unknown[0]!r}; parameters: {', '.join(params)}")
-    params.update(dense_params or {})
-    X, image_ids, keywords, labels = _split_arrays(table, chosen, features, annotation, mapping, vocabulary,
-                                                   min_labelled)
-    if visual_words == "blobs":
-        X_train = _split_arrays(table, train, features, annotation, mapping, vocabulary, min_labelled)[0]
-        X_train_std = _standardize_with_train(table, X_train, train, features)
-        _, tokens = blob_tokens(X_train_std, _standardize_with_train(table, X, train, features), n_visual_words,
-                                codebook_seed)
-        region_counts = _one_hot_counts(tokens, n_visual_words)
-        names = [f"blob{v}" for v in range(n_visual_words)]
-    else:
-        all_counts = _dense_region_counts(table, segmentation, segmentation_params, train, params, n_visual_words,
-                                          codebook_seed, n_jobs, progress)
-        index = {str(n): i for i, n in enumerate(table["names"])}
-        position = np.full(len(index), -1)
-        position[[index[n] for n in chosen]] = np.arange(len(chosen))
-        rows = np.flatnonzero(position[table["image_index"]] >= 0)
-        rows = rows[np.argsort(position[table["image_index"][rows]], kind="stable")]
-        region_counts = all_counts[rows]
-        names = [f"daisy{v}" for v in range(n_visual_words)]
-    word_index = {w: k for k, w in enumerate(vocabulary)}
-    words = np.zeros((len(chosen), len(vocabulary)), dtype=np.int64)
-    for i, kw in enumerate(keywords):
-        words[i, [word_index[w] for w in kw]] = 1
-    return MultimodalCounts(words=words, visual_words=_image_sums(region_counts, image_ids, len(chosen)),
-                            word_vocabulary=list(vocabulary), visual_vocabulary=names,
-                            region_visual_words=region_counts, region_image_ids=image_ids, region_labels=labels)
