@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping
 from zoo import registry
 from zoo.catalog import ensure_loaded
 from zoo.generic import GENERIC_METHODS
-from zoo.options import check_known
+from zoo.options import check_common_options, check_known, seed_value
 from zoo.registry import ModelSpec
 from zoo.results import Fit
 
@@ -30,10 +30,12 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
     - ``spec`` from ``zoo.model``: ``method`` is one of ``zoo.methods(spec.id)`` (None = the model's default).
     - ``spec`` a NumPyro program of your own: ``data`` is the dict of its keyword arguments and ``method`` one of
       the generic methods ``"nuts"`` (default), ``"svi"``, ``"map"``.
-    ``options`` go to the method (e.g. ``num_chains``, ``num_warmup``, ``num_samples``, ``max_iter``).
+    ``options`` go to the method (e.g. ``num_chains``, ``num_warmup``, ``num_samples``, ``max_iter``); names the
+    method does not have are a ValueError listing those it has.
+    ``seed``: an integer in [0, 2**32 - 1] (Python or NumPy) or a JAX PRNG key; see ``zoo.options.seed_value`` for
+    how a key becomes the run's seed. The same seed gives the same result.
     """
-    if not isinstance(seed, (int,)) or isinstance(seed, bool):
-        raise ValueError(f"seed: expected an int, got {seed!r}")
+    seed = seed_value(seed)
     if isinstance(spec, ModelSpec):
         return _warnings_at_caller(registry.run_method, spec, method, data, seed, options)
     if callable(spec):
@@ -44,7 +46,8 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
             raise ValueError("data: for a user program, pass a dict of the program's keyword arguments")
         user_spec = ModelSpec(id=None, program=spec, options={}, priors={})
         check_known(options, registry.option_names(GENERIC_METHODS[name]), f"method {name!r}")
-        return _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec, **options)
+        return _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec,
+                                   **check_common_options(options))
     raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, got {type(spec).__name__}")
 
 

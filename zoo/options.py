@@ -11,7 +11,11 @@ import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["check_known", "positive_int", "nonnegative_int", "positive_float", "nonnegative_float",
-           "finite_float", "probability", "one_of", "boolean"]
+           "finite_float", "probability", "one_of", "boolean", "seed_value", "check_common_options",
+           "COMMON_OPTIONS", "MAX_SEED"]
+
+#: Seeds are integers in [0, MAX_SEED]: what ``jax.random.PRNGKey`` and NumPy's generators take on every platform.
+MAX_SEED = 2**32 - 1
 
 
 def check_known(given: Mapping[str, Any] | Iterable[str], known: Iterable[str], where: str) -> None:
@@ -86,3 +90,40 @@ def boolean(value, name: str) -> bool:
     if type(value).__name__ not in ("bool", "bool_"):
         raise ValueError(f"{name}: expected True or False, got {value!r}")
     return bool(value)
+
+
+def seed_value(seed, name: str = "seed") -> int:
+    """The integer seed of a run. Accepted: a Python or NumPy integer in [0, 2**32 - 1], used as it is (a run's
+    key is ``jax.random.PRNGKey(seed)``); or a JAX PRNG key (old-style uint32 (2,) or new-style typed), mapped to
+    the integer ``jax.random.randint(key, (), 0, 2**31 - 1)`` (deterministic: the same key, the same run)."""
+    if _is_int(seed):
+        if not 0 <= seed <= MAX_SEED:
+            raise ValueError(f"{name}: expected an integer in [0, 2**32 - 1], got {seed!r}")
+        return int(seed)
+    if type(seed).__module__.startswith("jax"):
+        import jax
+        import jax.numpy as jnp
+        key = seed
+        if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+            if key.shape != (2,) or key.dtype != jnp.uint32:
+                raise ValueError(f"{name}: a JAX array seed must be a PRNG key (jax.random.key or PRNGKey), got "
+                                 f"shape {key.shape} dtype {key.dtype}")
+            key = jax.random.wrap_key_data(key)
+        elif key.shape != ():
+            raise ValueError(f"{name}: expected one PRNG key, got a batch of shape {key.shape}")
+        return int(jax.random.randint(key, (), 0, 2**31 - 1))
+    raise ValueError(f"{name}: expected a non-negative integer or a JAX PRNG key, got {type(seed).__name__} {seed!r}")
+
+
+#: Options that several methods share, each checked the same way wherever it appears (before the method runs).
+COMMON_OPTIONS = {
+    "num_chains": positive_int, "num_samples": positive_int, "num_warmup": nonnegative_int,
+    "max_iter": positive_int, "num_steps": positive_int, "thinning": positive_int, "tol": positive_float,
+    "learning_rate": positive_float, "progress_bar": boolean,
+}
+
+
+def check_common_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with the shared ones (``COMMON_OPTIONS``) checked and in canonical form (e.g. NumPy integers
+    made Python ints); the others unchanged."""
+    return {k: COMMON_OPTIONS[k](v, k) if k in COMMON_OPTIONS else v for k, v in options.items()}

@@ -15,7 +15,7 @@ import dataclasses
 import inspect
 from typing import Any, Callable, Iterable, Mapping
 
-from zoo.options import check_known
+from zoo.options import check_common_options, check_known
 from zoo.priors import resolve_priors
 
 __all__ = ["ModelSpec", "ModelEntry", "Method", "register_model", "register_method", "get_model", "get_methods",
@@ -164,7 +164,7 @@ def run_method(spec: ModelSpec, name: str | None, data: Any, seed: int, options:
         raise ValueError(f"method: {name!r} is not registered for {spec.id!r}; available: {', '.join(entry.methods)}")
     method = entry.methods[name]
     check_known(options, method.options, f"method {name!r} of {spec.id!r}")
-    fit = method.runner(spec, data, seed=seed, **options)
+    fit = method.runner(spec, data, seed=seed, **check_common_options(options))
     return dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
                                headline=fit.headline or list(entry.headline) or None)
 

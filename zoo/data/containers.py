@@ -1,6 +1,9 @@
 """Typed data containers, validated at construction.
 
-Each raises a ``ValueError`` naming the field and the problem; nothing is silently dropped or coerced.
+Each raises a ``ValueError`` naming the field and the problem; nothing is silently dropped or coerced (complex
+values, infinities, non-integer or string ids are refused; missing values are NaN or a mask). A container owns its
+arrays: they are copies of what it was given, marked read-only, so a later change to the caller's array cannot
+reach a fit unchecked.
 """
 from __future__ import annotations
 
@@ -12,12 +15,30 @@ import numpy as np
 __all__ = ["check_features", "Bags", "AnnotatedRegions", "MultimodalCounts", "Matrix"]
 
 
-def check_features(X, name: str = "X", *, allow_nan: bool = False) -> np.ndarray:
-    """A (N, D) float64 array of finite numbers; ValueError naming ``name`` otherwise."""
+def _owned(arr: np.ndarray) -> np.ndarray:
+    """A read-only copy: the container's own array."""
+    arr = np.array(arr, copy=True)
+    arr.flags.writeable = False
+    return arr
+
+
+def _real_array(values, name: str, what: str) -> np.ndarray:
+    """``values`` as a float64 array; complex or non-numeric values are a ValueError (never a silent cast)."""
+    raw = np.asarray(values)
+    if np.iscomplexobj(raw):
+        raise ValueError(f"{name}: complex values are not allowed (expected a real {what})")
+    if raw.dtype.kind in "USO" and raw.size:  # strings or objects: refuse rather than parse
+        raise ValueError(f"{name}: expected a numeric {what}, got values of type {raw.dtype}")
     try:
-        arr = np.asarray(X, dtype=np.float64)
+        return raw.astype(np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a numeric (N, D) array") from None
+        raise ValueError(f"{name}: expected a numeric {what}") from None
+
+
+def check_features(X, name: str = "X", *, allow_nan: bool = False) -> np.ndarray:
+    """A read-only (N, D) float64 copy of ``X``, finite (NaN allowed with ``allow_nan``, meaning missing);
+    ValueError naming ``name`` otherwise."""
+    arr = _real_array(X, name, "(N, D) array")
     if arr.ndim != 2:
         raise ValueError(f"{name}: expected a 2-D array (N, D), got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -25,22 +46,32 @@ def check_features(X, name: str = "X", *, allow_nan: bool = False) -> np.ndarray
     bad = ~np.isfinite(arr) if not allow_nan else np.isinf(arr)
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        what = "NaN or inf" if not allow_nan else "inf"
+        what = "NaN or inf" if not allow_nan else "inf (missing values are NaN)"
         raise ValueError(f"{name}: {int(bad.sum())} entries are {what} (first at row {i}, column {j})")
-    return arr
+    return _owned(arr)
 
 
 def _int_vector(values, name: str, length: int | None = None) -> np.ndarray:
+    """A read-only int64 copy of a 1-D vector of integers (integer-valued floats accepted; nothing else)."""
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D array, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind in "USO":
+        raise ValueError(f"{name}: expected integers, got values of type {arr.dtype} (for arbitrary labels such "
+                         f"as strings, renumber them, e.g. with Bags.from_labels)")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.all(np.isfinite(arr.astype(float))) or np.any(arr.astype(float) != np.round(arr.astype(float))):
+        f = _real_array(arr, name, "vector of integers")
+        if not np.all(np.isfinite(f)) or np.any(f != np.round(f)) or np.any(np.abs(f) >= 2**62):
             raise ValueError(f"{name}: expected integers")
     arr = arr.astype(np.int64)
     if length is not None and arr.shape[0] != length:
         raise ValueError(f"{name}: expected length {length}, got {arr.shape[0]}")
-    return arr
+    return _owned(arr)
+
+
+def _summary(name: str, **parts) -> str:
+    """A one-line repr: shapes and which optional fields are set, never the arrays themselves."""
+    return f"{name}(" + ", ".join(f"{k}={v}" for k, v in parts.items() if v is not None) + ")"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +97,9 @@ class Bags:
         bag_ids = _int_vector(self.bag_ids, "bag_ids", n)
         if bag_ids.min() < 0:
             raise ValueError("bag_ids: negative bag id")
+        if bag_ids.max() >= n:  # every bag holds an instance, so there are at most N bags
+            raise ValueError(f"bag_ids: bags must be numbered 0..B-1 with B <= {n} instances, got id "
+                             f"{int(bag_ids.max())} (for arbitrary bag labels use Bags.from_labels)")
         n_bags = int(bag_ids.max()) + 1
         missing = np.setdiff1d(np.arange(n_bags), bag_ids)
         if missing.size:
@@ -78,7 +112,7 @@ class Bags:
                 raise ValueError("bag_labels: values must be 0 or 1")
             object.__setattr__(self, "bag_labels", lab)
         if self.group_labels is not None:
-            g = np.asarray(self.group_labels).astype(str)
+            g = _owned(np.asarray(self.group_labels).astype(str))
             if g.shape != (n_bags,):
                 raise ValueError(f"group_labels: expected shape ({n_bags},), got {g.shape}")
             bad = ~np.isin(g, ("negative", "mixed", "positive"))
@@ -86,7 +120,7 @@ class Bags:
                 raise ValueError(f"group_labels: {g[bad][0]!r} is not one of 'negative', 'mixed', 'positive'")
             object.__setattr__(self, "group_labels", g)
         if self.fractions is not None:
-            f = np.asarray(self.fractions, dtype=np.float64)
+            f = _owned(_real_array(self.fractions, "fractions", "vector"))
             if f.shape != (n_bags,):
                 raise ValueError(f"fractions: expected shape ({n_bags},), got {f.shape}")
             if not np.all(np.isfinite(f)) or f.min() < 0 or f.max() > 1:
@@ -101,6 +135,39 @@ class Bags:
     @property
     def n_bags(self) -> int:
         return int(self.bag_ids.max()) + 1
+
+    @classmethod
+    def from_labels(cls, X, labels, *, bag_labels=None, group_labels=None, fractions=None, instance_labels=None):
+        """Bags from arbitrary per-instance bag labels (strings, large or non-contiguous integers, ...), renumbered
+        0..B-1 in order of first appearance. ``bag_labels``, ``group_labels`` and ``fractions`` map each original
+        label to its value (a dict). Returns ``(bags, names)``: ``names[b]`` is the original label of bag b."""
+        labels = np.asarray(labels)
+        if labels.ndim != 1:
+            raise ValueError(f"labels: expected one bag label per instance (1-D), got shape {labels.shape}")
+        names, first, bag_ids = np.unique(labels, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")            # first appearance, not sorted order
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        names = [names[b].item() for b in order]
+
+        def per_bag(mapping, field):
+            if mapping is None:
+                return None
+            missing = [name for name in names if name not in mapping]
+            if missing:
+                raise ValueError(f"{field}: no value for bag {missing[0]!r}")
+            return [mapping[name] for name in names]
+
+        bags = cls(X=X, bag_ids=rank[bag_ids], bag_labels=per_bag(bag_labels, "bag_labels"),
+                   group_labels=per_bag(group_labels, "group_labels"), fractions=per_bag(fractions, "fractions"),
+                   instance_labels=instance_labels)
+        return bags, names
+
+    def __repr__(self) -> str:
+        set_fields = [f for f in ("bag_labels", "group_labels", "fractions", "instance_labels")
+                      if getattr(self, f) is not None]
+        return _summary("Bags", instances=self.X.shape[0], features=self.X.shape[1], bags=self.n_bags,
+                        given=", ".join(set_fields) or None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +225,11 @@ class AnnotatedRegions:
     def n_images(self) -> int:
         return len(self.keywords)
 
+    def __repr__(self) -> str:
+        return _summary("AnnotatedRegions", regions=self.X.shape[0], features=self.X.shape[1],
+                        images=self.n_images, words=len(self.vocabulary),
+                        region_labels="yes" if self.region_labels is not None else None)
+
     def keyword_matrix(self) -> np.ndarray:
         """(I, W) 0/1 matrix: image i has word w."""
         index = {w: k for k, w in enumerate(self.vocabulary)}
@@ -214,32 +286,46 @@ class MultimodalCounts:
                     raise ValueError("region_labels: values must be -1 or index the word vocabulary")
                 object.__setattr__(self, "region_labels", lab)
 
+    def __repr__(self) -> str:
+        return _summary("MultimodalCounts", images=self.words.shape[0], words=self.words.shape[1],
+                        visual_words=self.visual_words.shape[1],
+                        regions=None if self.region_visual_words is None else self.region_visual_words.shape[0])
+
 
 def _counts(values, name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if hasattr(values, "toarray"):  # scipy sparse
-        arr = values.toarray()
-    if arr.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D count array, got shape {arr.shape}")
-    f = arr.astype(np.float64)
+    """A read-only float64 copy of a non-empty 2-D array of non-negative integer counts."""
+    arr = values.toarray() if hasattr(values, "toarray") else values  # scipy sparse
+    f = _real_array(arr, name, "2-D count array")
+    if f.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D count array, got shape {f.shape}")
+    if f.shape[0] == 0 or f.shape[1] == 0:
+        raise ValueError(f"{name}: empty count array of shape {f.shape}")
     if not np.all(np.isfinite(f)) or f.min(initial=0) < 0 or np.any(f != np.round(f)):
         raise ValueError(f"{name}: counts must be finite non-negative integers")
-    return f
+    return _owned(f)
 
 
 @dataclasses.dataclass(frozen=True)
 class Matrix:
-    """Data with missing entries: values (N, D) float; mask (N, D) bool, True = observed (default: finite)."""
+    """Data with missing entries: values (N, D) float; mask (N, D) bool, True = observed (default: not NaN).
+
+    Missing entries are NaN or masked out; an infinite observed value is an error, not a missing one."""
 
     values: np.ndarray
     mask: np.ndarray | None = None
 
     def __post_init__(self):
-        v = np.asarray(self.values, dtype=np.float64)
+        v = _real_array(self.values, "values", "(N, D) array")
         if v.ndim != 2:
             raise ValueError(f"values: expected a 2-D array, got shape {v.shape}")
+        if v.shape[0] == 0 or v.shape[1] == 0:
+            raise ValueError(f"values: empty array of shape {v.shape}")
         if self.mask is None:
-            mask = np.isfinite(v)
+            mask = ~np.isnan(v)
+            if np.isinf(v[mask]).any():
+                i, j = np.argwhere(np.isinf(v))[0]
+                raise ValueError(f"values: {int(np.isinf(v).sum())} entries are inf (first at row {i}, column {j}); "
+                                 f"missing entries are NaN or masked out with mask=")
         else:
             mask = np.asarray(self.mask)
             if mask.shape != v.shape:
@@ -248,5 +334,9 @@ class Matrix:
                 raise ValueError("mask: expected a boolean array (True = observed)")
             if not np.all(np.isfinite(v[mask])):
                 raise ValueError("values: observed entries (mask True) must be finite")
-        object.__setattr__(self, "values", np.where(mask, v, 0.0))
-        object.__setattr__(self, "mask", mask)
+        object.__setattr__(self, "values", _owned(np.where(mask, v, 0.0)))
+        object.__setattr__(self, "mask", _owned(mask))
+
+    def __repr__(self) -> str:
+        return _summary("Matrix", rows=self.values.shape[0], columns=self.values.shape[1],
+                        observed=f"{self.mask.mean():.1%}")
