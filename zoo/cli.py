@@ -100,12 +100,11 @@ def _output_path(args) -> pathlib.Path:
 def _load_data(name: str):
     path = pathlib.Path(name)
     if path.suffix in (".npy", ".csv"):
-        import numpy as np
-        if not path.is_file():
-            raise ValueError(f"--data: file {name!r} not found")
-        if path.suffix == ".npy":
-            return np.load(path, allow_pickle=False)
-        return np.loadtxt(path, delimiter=",", ndmin=2)
+        from zoo.data.files import read_csv_matrix, read_npy
+        try:
+            return read_npy(path) if path.suffix == ".npy" else read_csv_matrix(path)
+        except ValueError as err:
+            raise ValueError(f"--data: {err}") from None
     import zoo
     try:
         return zoo.load_dataset(name)
@@ -176,16 +175,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="A probabilistic-programming model zoo for learning from annotated images.",
         epilog="Examples:\n  zoo list --datasets\n  zoo fit carbonetto03.shrinkage_mixture --data carbonetto03_sec2\n"
                "  zoo reproduce all --fast\n  zoo bench gmm --fast")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    # --debug also after the command (zoo fit ... --debug); SUPPRESS keeps the top-level value when it is absent
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("list", formatter_class=_Formatter, help="models, their inference methods and data sets",
+    p = sub.add_parser("list", parents=[debug], formatter_class=_Formatter, help="models, their inference methods and data sets",
                        description="Every model id with its data kind, default method and other methods.")
     p.add_argument("--datasets", action="store_true",
                    help="also list the data sets: real ones marked present or missing, with the folder they are "
                         "read from ($ZOO_DATA, else ../shared/data beside the repository)")
     p.set_defaults(run=_cmd_list)
 
-    p = sub.add_parser("fit", formatter_class=_Formatter, help="fit a model, print its summary, write netCDF",
+    p = sub.add_parser("fit", parents=[debug], formatter_class=_Formatter, help="fit a model, print its summary, write netCDF",
                        description="Fit MODEL to a data set or an array file; prints the fit and the ArviZ summary "
                                    "of its headline sites and writes the InferenceData as netCDF.")
     p.add_argument("model", help="model id, e.g. carbonetto03.shrinkage_mixture (see `zoo list`)")
@@ -204,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(run=_cmd_fit)
 
-    p = sub.add_parser("reproduce", formatter_class=_Formatter, help="reproduce papers' experiments into a report",
+    p = sub.add_parser("reproduce", parents=[debug], formatter_class=_Formatter, help="reproduce papers' experiments into a report",
                        description="Run a paper's experiments (or all) and write tables and figures, with "
                                    "reports/index.md and a self-contained reports/index.html.")
     p.add_argument("paper", help="an experiment module (carbonetto03, gustafson07, kueck04, regions, ross03, "
@@ -213,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports", help="report folder")
     p.set_defaults(run=_cmd_reproduce)
 
-    p = sub.add_parser("bench", formatter_class=_Formatter, help="benchmarks against peer libraries (JSON + table)",
+    p = sub.add_parser("bench", parents=[debug], formatter_class=_Formatter, help="benchmarks against peer libraries (JSON + table)",
                        description="Speed against a named peer in the same run, single-threaded, after JIT "
                                    "compilation (compile time reported apart).")
     p.add_argument("name", nargs="?", default=None, help="benchmark name (gmm, mcvq, cvfs, mil, ...) or all")
@@ -221,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="bench_results", help="folder for bench.json")
     p.set_defaults(run=_cmd_bench)
 
-    p = sub.add_parser("regions", formatter_class=_Formatter,
+    p = sub.add_parser("regions", parents=[debug], formatter_class=_Formatter,
                        help="folder of captioned photos -> AnnotatedRegions (.npz)",
                        description="Segment a folder of captioned photos into regions with features, for the "
                                    "region-word models (read back with zoo.data.photos.load_regions).")
@@ -246,9 +250,20 @@ def main(argv=None) -> int:
         _single_thread_env()
     try:
         return args.run(args)
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:  # the user's input: one line, exit 2
+        if args.debug:
+            raise
         print(f"zoo {args.command}: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"zoo {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - a fault of the zoo: say so in one line, the traceback on request
+        if args.debug:
+            raise
+        print(f"zoo {args.command}: internal error {type(err).__name__}: {err} (run again with --debug for the "
+              f"traceback, and please report it)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

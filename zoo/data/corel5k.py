@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.data.containers import MultimodalCounts
+from zoo.data.files import read_npz
 from zoo.data.location import dataset_path, register_loader
 
 __all__ = ["load_corel5k", "simulate_multimodal", "load_synthetic"]
@@ -30,12 +31,12 @@ def load_corel5k(split: str = "train", drop_unseen_words: bool = True) -> Multim
     if split not in ("train", "test"):
         raise ValueError(f"split: expected 'train' or 'test', got {split!r}")
     path = dataset_path(COREL_FOLDER, COREL_FILE) / COREL_FILE
-    with np.load(path, allow_pickle=False) as npz:
-        words = npz[f"words_{split}"].astype(np.int64)
-        blobs = npz[f"blobs_{split}"].astype(np.int64)
-        word_names = [str(w) for w in npz["word_names"]]
-        blob_names = [str(b) for b in npz["blob_names"]]
-        keep = npz["words_train"].sum(axis=0) > 0 if drop_unseen_words else np.ones(len(word_names), bool)
+    npz = read_npz(path, required=(f"words_{split}", f"blobs_{split}", "word_names", "blob_names", "words_train"))
+    words = npz[f"words_{split}"].astype(np.int64)
+    blobs = npz[f"blobs_{split}"].astype(np.int64)
+    word_names = [str(w) for w in npz["word_names"]]
+    blob_names = [str(b) for b in npz["blob_names"]]
+    keep = npz["words_train"].sum(axis=0) > 0 if drop_unseen_words else np.ones(len(word_names), bool)
     return MultimodalCounts(words=words[:, keep], visual_words=blobs,
                             word_vocabulary=[w for w, k in zip(word_names, keep) if k],
                             visual_vocabulary=blob_names)

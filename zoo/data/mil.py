@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from zoo.data.containers import Bags
+from zoo.data.files import read_npz
 from zoo.data.location import dataset_path, register_loader
 
 __all__ = ["load_mil_benchmark", "ring_data", "two_gaussians_data", "embedded_cluster_data", "parallel_lines_data",
@@ -22,9 +23,8 @@ def load_mil_benchmark(name: str) -> Bags:
     if name not in MIL_BENCHMARKS:
         raise ValueError(f"name: {name!r} is not one of {', '.join(MIL_BENCHMARKS)}")
     path = dataset_path("mil_benchmarks", f"{name}.npz")
-    with np.load(path / f"{name}.npz", allow_pickle=False) as f:
-        return Bags(X=np.asarray(f["X"], dtype=np.float64), bag_ids=np.asarray(f["bag_ids"]),
-                    bag_labels=np.asarray(f["bag_labels"]).astype(np.int64))
+    f = read_npz(path / f"{name}.npz", required=("X", "bag_ids", "bag_labels"))
+    return Bags(X=f["X"], bag_ids=f["bag_ids"], bag_labels=f["bag_labels"])
 
 
 @register_loader("musk1", "Musk1 MIL benchmark (92 molecules, 476 conformations, 166 features)", files=("mil_benchmarks/musk1.npz",))

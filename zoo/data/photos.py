@@ -234,13 +234,17 @@ def save_regions(path, regions, names=None) -> pathlib.Path:
 def load_regions(path):
     """Read a file of ``save_regions``: (AnnotatedRegions, image names or None)."""
     from zoo.data.containers import AnnotatedRegions
+    from zoo.data.files import read_npz
 
-    with np.load(path, allow_pickle=False) as f:
+    f = read_npz(path, required=("meta", "X", "image_ids"))
+    try:
         meta = json.loads(str(f["meta"]))
-        labels = f["region_labels"] if "region_labels" in f.files else None
-        regions = AnnotatedRegions(X=f["X"], image_ids=f["image_ids"], keywords=meta["keywords"],
-                                   vocabulary=meta["vocabulary"], region_labels=labels)
-    return regions, meta["names"]
+        keywords, vocabulary, names = meta["keywords"], meta["vocabulary"], meta["names"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: its 'meta' entry is not the JSON that save_regions writes ({err})") from None
+    regions = AnnotatedRegions(X=f["X"], image_ids=f["image_ids"], keywords=keywords, vocabulary=vocabulary,
+                               region_labels=f.get("region_labels"))
+    return regions, names
 
 
 def regions_command(args) -> int:

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from zoo.data.containers import Matrix
+from zoo.data.files import read_csv_matrix, read_mat
 from zoo.data.location import dataset_path, register_loader
 
 __all__ = ["MatrixDataset", "SHAPE_MASKS", "shapes_images", "shapes_split", "load_faces_cbcl",
@@ -117,9 +118,8 @@ def _to_pm1(pixels: np.ndarray) -> np.ndarray:
                  files=("faces_cbcl/CBCL.mat",))
 def load_faces_cbcl() -> MatrixDataset:
     """CBCL training faces (2429, 361), pixels scaled to [-1, 1], rows are row-major 19 x 19 upright images."""
-    from scipy.io import loadmat
     path = dataset_path("faces_cbcl", "CBCL.mat")
-    raw = loadmat(path / "CBCL.mat")["X"]                       # (361, 2429), column-major 19 x 19
+    raw = read_mat(path / "CBCL.mat", ("X",))["X"]                      # (361, 2429), column-major 19 x 19
     faces = raw.T.reshape(-1, 19, 19).transpose(0, 2, 1).reshape(-1, 361)
     return MatrixDataset(Matrix(_to_pm1(faces)), image_shape=(19, 19))
 
@@ -129,11 +129,10 @@ def load_faces_cbcl() -> MatrixDataset:
 def load_faces_olivetti(size: int = 32) -> MatrixDataset:
     """Olivetti faces (400, size^2), labels = person 0..39 (10 images each); ``size`` 64 (original) or a divisor
     of 64 (block-averaged down-sampling, 32 by default to keep the class experiments quick)."""
-    from scipy.io import loadmat
     if size <= 0 or 64 % size:
         raise ValueError(f"size: expected a divisor of 64, got {size}")
     path = dataset_path("faces_olivetti", "olivettifaces.mat")
-    raw = loadmat(path / "olivettifaces.mat")["faces"]          # (4096, 400), column-major 64 x 64
+    raw = read_mat(path / "olivettifaces.mat", ("faces",))["faces"]         # (4096, 400), column-major 64 x 64
     imgs = raw.T.reshape(-1, 64, 64).transpose(0, 2, 1).astype(np.float64)
     f = 64 // size
     imgs = imgs.reshape(-1, size, f, size, f).mean(axis=(2, 4))
@@ -151,7 +150,7 @@ def load_movielens(min_ratings_per_movie: int = 50, min_ratings_per_user: int = 
     thesis filtered EachMovie the same way, Sec. 3.2). column_names are the movie titles."""
     import csv
     path = dataset_path("movielens_latest_small_2016", "ratings.csv", "movies.csv")
-    r = np.loadtxt(path / "ratings.csv", delimiter=",", skiprows=1, usecols=(0, 1, 2))
+    r = read_csv_matrix(path / "ratings.csv", skiprows=1, usecols=(0, 1, 2))
     users, movies, ratings = r[:, 0].astype(np.int64), r[:, 1].astype(np.int64), r[:, 2]
     movie_ids, movie_counts = np.unique(movies, return_counts=True)
     keep_movies = movie_ids[movie_counts >= min_ratings_per_movie]
@@ -181,9 +180,8 @@ def load_movielens(min_ratings_per_movie: int = 50, min_ratings_per_user: int = 
                  files=("newsgroups_20news_w100/20news_w100.mat",))
 def load_newsgroups() -> MatrixDataset:
     """Documents (16242, 100) of 0/1 word occurrences; labels = super-group (comp, rec, sci, talk)."""
-    from scipy.io import loadmat
     path = dataset_path("newsgroups_20news_w100", "20news_w100.mat")
-    raw = loadmat(path / "20news_w100.mat")
+    raw = read_mat(path / "20news_w100.mat", ("documents", "wordlist", "groupnames", "newsgroups"))
     docs = raw["documents"]
     docs = docs.toarray() if hasattr(docs, "toarray") else np.asarray(docs)
     words = [str(np.asarray(w).ravel()[0]) for w in raw["wordlist"].ravel()]
