@@ -42,7 +42,7 @@ def test_format_number_is_one_rule_for_every_cell():
     assert format_number(98.3456) == "98.3"
     assert format_number(1234.56) == "1234.6"
     assert format_number(123456.0) == "1.23e+05"
-    assert format_number(0.0001234) == "0.000123"
+    assert format_number(0.0001234) == "1.23e-04"
     assert format_number(np.float32(2.5)) == "2.500"
     assert format_number(7) == format_number(np.int64(7)) == "7"
     assert format_number(None) == "-" and format_number(float("nan")) == "n/a"

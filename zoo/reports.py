@@ -92,7 +92,7 @@ def format_number(value: Any) -> str:
             return "inf" if x > 0 else "-inf"
         magnitude = abs(x)
         if magnitude >= 1e5 or (0 < magnitude < 1e-3):
-            return f"{x:.3g}"
+            return f"{x:.2e}"
         if magnitude >= 10:
             return f"{x:.1f}"
         return f"{x:.3f}"
@@ -140,20 +140,20 @@ def print_section(section: Section) -> Section:
 
 
 # ------------------------------------------------------------------------------------------------- figures
-def save_figure(fig, path: pathlib.Path, dpi: int = 120) -> pathlib.Path:
-    """Save a matplotlib figure as PNG at ``max(dpi, MIN_DPI)``, at least 6 x 4 inches, with a tight layout, and
-    close it. Returns the path."""
+def save_figure(fig, path: pathlib.Path, dpi: int = 120, tight_layout: bool = True) -> pathlib.Path:
+    """Save a matplotlib figure as PNG at ``max(dpi, MIN_DPI)``, at least 6 x 4 inches, with a tight layout
+    (``tight_layout=False``: the caller laid it out, e.g. around a colorbar axes of its own), and close it.
+    Returns the path."""
     import matplotlib.pyplot as plt
 
     width, height = fig.get_size_inches()
     fig.set_size_inches(max(width, MIN_SIZE_INCHES[0]), max(height, MIN_SIZE_INCHES[1]))
-    try:
+    if tight_layout:
         fig.tight_layout()
-    except (ValueError, RuntimeError):  # a layout engine that refuses (e.g. colorbars on constrained axes)
-        pass
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=max(int(dpi), MIN_DPI))
+    # a caller's own layout may put labels (a colorbar's) past the edge: then crop to what was drawn
+    fig.savefig(path, dpi=max(int(dpi), MIN_DPI), bbox_inches=None if tight_layout else "tight", pad_inches=0.1)
     plt.close(fig)
     return path
 

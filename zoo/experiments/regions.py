@@ -176,7 +176,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False, n_jobs: int = 2):
     import time
 
     from zoo.data import msrc
-    from zoo.reports import PaperReport, Section, markdown_table
+    from zoo.reports import PaperReport, Section, print_section
 
     out_dir = pathlib.Path(out_dir)
     report = PaperReport("regions", "Region-labelling baselines on MSRC-v2 (chance, word frequency, "
@@ -200,10 +200,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False, n_jobs: int = 2):
                             "run has 3 segmentations x 2 annotations x 3 feature sets")
     t0 = time.perf_counter()
     results = run_baselines(settings, n_jobs=n_jobs)
-    tables = baseline_tables(results)
-    for table in tables:
-        print(f"{table.title}\n{markdown_table(table.header, table.rows)}")
-    report.add(Section("Baselines", tables, seconds=time.perf_counter() - t0))
+    print_section(report.add(Section("Baselines", baseline_tables(results), seconds=time.perf_counter() - t0)))
     t0 = time.perf_counter()
     figure = plot_regions(out_dir / "msrc_regions.png", settings[0][0])
     report.add(Section("Segmented test photographs", [figure], seconds=time.perf_counter() - t0))
