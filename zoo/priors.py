@@ -7,6 +7,7 @@ keyword arguments with such values). Nothing is ever ``eval``-ed: ``"__import__(
 from __future__ import annotations
 
 import ast
+import math
 import os
 import pathlib
 import tomllib
@@ -29,9 +30,16 @@ ALLOWED_DISTRIBUTIONS = {
 
 
 def _literal(node: ast.AST, text: str) -> Any:
-    """A numeric literal (int/float, possibly negated) or a list/tuple of them; anything else is refused."""
+    """A finite numeric literal (int/float, possibly negated) or a list/tuple of them; anything else is refused."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
+        try:
+            value = float(node.value)
+        except OverflowError:
+            raise ValueError(f"priors: {text!r}: the number {str(node.value)[:20]}... is too large") from None
+        if not math.isfinite(value):
+            raise ValueError(f"priors: {text!r}: {ast.get_source_segment(text.strip(), node) or node.value} is not a "
+                             f"finite number (float64 overflows above 1.8e308)")
+        return value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _literal(node.operand, text)
         if isinstance(value, float):
@@ -90,13 +98,43 @@ def load_priors_toml(path: str | os.PathLike) -> dict[str, str]:
 
 def _as_distribution(site: str, value: Any) -> dist.Distribution:
     if isinstance(value, dist.Distribution):
-        return value
+        return _checked_parameters(site, value)
     if isinstance(value, str):
         try:
             return parse_prior(value)
         except ValueError as err:
             raise ValueError(f"priors[{site!r}]: {err}") from None
     raise ValueError(f"priors[{site!r}]: expected a numpyro distribution or a string, got {type(value).__name__}")
+
+
+def _checked_parameters(site: str, prior: dist.Distribution) -> dist.Distribution:
+    """A distribution object's parameters finite and inside their constraints (what ``validate_args`` checks for
+    the parsed strings), so a bad prior fails here, naming the site, and not deep inside a sampler."""
+    for name, constraint in getattr(prior, "arg_constraints", {}).items():
+        value = getattr(prior, name, None)
+        try:
+            array = jnp.asarray(value)
+        except TypeError:  # not an array-like parameter (None, a callable): nothing to check
+            continue
+        if jnp.issubdtype(array.dtype, jnp.floating) and not bool(jnp.all(jnp.isfinite(array))):
+            raise ValueError(f"priors[{site!r}]: parameter {name} of {type(prior).__name__} is not finite")
+        if not bool(jnp.all(constraint.check(array))):
+            raise ValueError(f"priors[{site!r}]: parameter {name} of {type(prior).__name__} is outside its "
+                             f"support ({constraint})")
+    return prior
+
+
+def _check_shape(site: str, prior: dist.Distribution, default: dist.Distribution) -> None:
+    """The override describes the site's value: the default's event shape, and its batch shape or none (scalar
+    parameters are broadcast by the program); a batch of priors the site cannot take is refused here."""
+    shape = tuple(prior.batch_shape) + tuple(prior.event_shape)
+    wanted = tuple(default.batch_shape) + tuple(default.event_shape)
+    if tuple(prior.event_shape) != tuple(default.event_shape) or \
+            (tuple(prior.batch_shape) not in ((), tuple(default.batch_shape))):
+        raise ValueError(f"priors[{site!r}]: a {type(prior).__name__} of shape {shape} (batch {tuple(prior.batch_shape)}, "
+                         f"event {tuple(prior.event_shape)}), but the site takes shape {wanted} (batch "
+                         f"{tuple(default.batch_shape)}, event {tuple(default.event_shape)}); give scalar "
+                         f"parameters or the site's shape")
 
 
 def resolve_priors(defaults: Mapping[str, Any], overrides: Mapping | str | os.PathLike | None,
@@ -117,7 +155,9 @@ def resolve_priors(defaults: Mapping[str, Any], overrides: Mapping | str | os.Pa
         if site not in resolved:
             where = f" of {model_id!r}" if model_id else ""
             raise ValueError(f"priors: {site!r} is not a prior site{where}; sites: {', '.join(sorted(resolved))}")
-        resolved[site] = _as_distribution(site, value)
+        prior = _as_distribution(site, value)
+        _check_shape(site, prior, resolved[site])
+        resolved[site] = prior
     return resolved
 
 
