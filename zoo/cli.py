@@ -85,9 +85,12 @@ def _key_values(items: list[str], flag: str) -> dict[str, str]:
     return out
 
 
-def _output_path(args) -> pathlib.Path:
-    """The netCDF path, checked before any fitting: an existing file is kept unless --force."""
-    out = pathlib.Path(args.out or f"{args.model.replace('.', '_')}_{args.method or 'default'}.nc")
+def _output_path(args, default: str | None = None, suffix: str | None = None) -> pathlib.Path:
+    """The output path, checked before any work: a folder that exists, not a folder itself, and an existing file
+    kept unless --force. ``suffix`` is added when the name lacks it (what NumPy's savez would do silently)."""
+    out = pathlib.Path(args.out or default)
+    if suffix and out.suffix != suffix:
+        out = out.with_name(out.name + suffix)
     if out.is_dir():
         raise ValueError(f"--out: {str(out)!r} is a directory; give a file name such as fit.nc")
     if not out.parent.is_dir():
@@ -116,12 +119,15 @@ def _cmd_fit(args) -> int:
     import zoo
     options = {k: _parse_value(v) for k, v in _key_values(args.option, "--option").items()}
     priors = _key_values(args.prior, "--prior") or None
-    out = _output_path(args)
+    out = _output_path(args, default=f"{args.model.replace('.', '_')}_{args.method or 'default'}.nc")
     spec = zoo.model(args.model, priors=priors, **options)
     data = _load_data(args.data)
     fit_options = {} if args.chains is None else {"num_chains": args.chains}
     fit = zoo.fit(spec, data, method=args.method, seed=args.seed, **fit_options)
     print(fit)
+    if fit.is_point_estimate:
+        print("restarts (point estimates, best first):")
+        print(fit.restarts().to_string())
     print(fit.summary().to_string())
     tmp = out.with_name(f".{out.name}.partial")
     fit.idata.to_netcdf(str(tmp))
@@ -161,6 +167,7 @@ def _cmd_bench(args) -> int:
 
 def _cmd_regions(args) -> int:
     from zoo.data.photos import regions_command
+    args.out = str(_output_path(args, suffix=".npz"))
     return regions_command(args)
 
 
@@ -239,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bad or uncaptioned images: stop with an error, or skip them (counted)")
     p.add_argument("--max-side", type=int, default=640, help="shrink larger photos to this longer side (pixels)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
-    p.add_argument("--out", required=True, help="output .npz file")
+    p.add_argument("--out", required=True, help="output file (.npz is added when missing)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(run=_cmd_regions)
     return parser
 

@@ -36,6 +36,10 @@ def option_names(fn: Callable) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _takes_any_keyword(fn: Callable) -> bool:
+    return any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """A model ready to fit: its id, its NumPyro program, the options it was built with and its priors.
@@ -187,6 +191,8 @@ def get_methods(id: str) -> list[str]:
 def model(id: str, *, priors: Mapping | str | None = None, **options) -> ModelSpec:
     """Build a ModelSpec: the model's NumPyro program with ``options`` and ``priors`` (declarative) applied."""
     entry = get_model(id)
+    if not _takes_any_keyword(entry.build):  # a build with **options checks the names itself
+        check_known(options, option_names(entry.build), f"model {id!r}")
     program, opts, default_priors = entry.build(**options)
     resolved = resolve_priors(default_priors, priors, model_id=id)
     return ModelSpec(id=id, program=program, options=opts, priors=resolved)

@@ -64,6 +64,20 @@ def to_inference_data(posterior: Mapping[str, Any], *, sample_stats: Mapping[str
     return idata
 
 
+def _final_objectives(stats, n_chain: int) -> np.ndarray:
+    """(chain,) the last finite value of ``sample_stats["objective"]`` (chain, 1, iteration) per chain; NaN where
+    there is none (the trace is padded with NaN after convergence)."""
+    if stats is None or "objective" not in stats:
+        return np.full(n_chain, np.nan)
+    trace = np.asarray(stats["objective"], dtype=np.float64).reshape(n_chain, -1)
+    out = np.full(n_chain, np.nan)
+    for c in range(n_chain):
+        finite = np.flatnonzero(np.isfinite(trace[c]))
+        if finite.size:
+            out[c] = trace[c, finite[-1]]
+    return out
+
+
 @dataclasses.dataclass
 class Fit:
     """The result of ``zoo.fit``.
@@ -81,14 +95,68 @@ class Fit:
     predictor: Callable[["Fit", Any], Any] | None = None
     data: Any = None
 
+    @property
+    def is_point_estimate(self) -> bool:
+        """True for optimizers (EM, MAP): one draw per chain, each chain a restart, not a posterior sample."""
+        return self.idata.posterior.sizes.get("draw", 0) < 2
+
+    def restarts(self):
+        """Point estimates: one row per restart (chain) with its final objective, iterations and convergence, best
+        first; a pandas DataFrame. (For draws from a posterior there are no restarts: ValueError.)"""
+        import pandas as pd
+
+        if not self.is_point_estimate:
+            raise ValueError(f"restarts: the {self.method!r} fit holds posterior draws, not restarts")
+        stats = self.idata.get("sample_stats")
+        n_chain = self.idata.posterior.sizes["chain"]
+        table = pd.DataFrame(index=pd.RangeIndex(n_chain, name="restart"))
+        table["final objective"] = _final_objectives(stats, n_chain)
+        for name in ("n_iter", "converged"):
+            if stats is not None and name in stats:
+                table[name] = np.asarray(stats[name]).reshape(n_chain, -1)[:, 0]
+        return table.sort_values("final objective", ascending=False, na_position="last")
+
     def summary(self, var_names: Sequence[str] | None = None, **kwargs):
-        """ArviZ summary (a pandas DataFrame) of the headline sites, or of ``var_names``."""
+        """A pandas DataFrame of the headline sites (or ``var_names``), one row per element.
+
+        Posterior draws (MCMC, variational): ArviZ's summary (mean, sd, HDI, MCSE, ESS, r-hat; r-hat needs two
+        chains and is left out with one). Point estimates (EM, MAP restarts): the value at the best restart (highest
+        final objective), and the mean, sd, min and max over restarts: the spread of local optima, not a posterior.
+        """
         names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
-        single_draw = self.idata.posterior.sizes.get("draw", 0) < 2
-        if single_draw:
-            # point estimates (MAP/EM restarts): ArviZ cannot compute ESS/R-hat from one draw per chain
-            kwargs.setdefault("kind", "stats")
-        return az.summary(self.idata, var_names=names, **kwargs)
+        if self.is_point_estimate:
+            return self._restart_summary(names)
+        one_chain = self.idata.posterior.sizes.get("chain", 0) < 2
+        with warnings.catch_warnings():
+            if one_chain:  # r-hat compares chains; ArviZ would return NaN with a degrees-of-freedom warning
+                warnings.filterwarnings("ignore", message="Degrees of freedom", category=RuntimeWarning)
+                warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
+            table = az.summary(self.idata, var_names=names, **kwargs)
+        return table.drop(columns=["r_hat"], errors="ignore") if one_chain else table
+
+    def _restart_summary(self, names: Sequence[str]):
+        import pandas as pd
+
+        post = self.idata.posterior
+        n_chain = post.sizes["chain"]
+        objectives = _final_objectives(self.idata.get("sample_stats"), n_chain)
+        best = int(np.nanargmax(objectives)) if np.isfinite(objectives).any() else None
+        rows, index = [], []
+        for name in names:
+            values = np.asarray(post[name]).reshape(n_chain, -1)          # (restart, element)
+            shape = post[name].shape[2:]
+            for flat, element in enumerate(np.ndindex(*shape) if shape else [()]):
+                v = values[:, flat]
+                row = {"best restart": v[best] if best is not None else np.nan, "mean": v.mean(),
+                       "sd": v.std(ddof=1) if n_chain > 1 else np.nan, "min": v.min(), "max": v.max()}
+                rows.append(row)
+                index.append(f"{name}[{','.join(map(str, element))}]" if shape else name)
+        table = pd.DataFrame(rows, index=index)
+        if best is None:
+            table = table.drop(columns=["best restart"])
+        if n_chain < 2:
+            table = table.drop(columns=["sd"])
+        return table
 
     def predict(self, data, **options):
         """Model-specific predictions (a small dataclass of named arrays) for new data; ``options`` go to the

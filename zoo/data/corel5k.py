@@ -16,6 +16,7 @@ import numpy as np
 
 from zoo.data.containers import MultimodalCounts
 from zoo.data.files import read_npz
+from zoo.options import positive_int
 from zoo.data.location import dataset_path, register_loader
 
 __all__ = ["load_corel5k", "simulate_multimodal", "load_synthetic"]
@@ -42,12 +43,6 @@ def load_corel5k(split: str = "train", drop_unseen_words: bool = True) -> Multim
                             visual_vocabulary=blob_names)
 
 
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive int, got {value!r}")
-    return int(value)
-
-
 def simulate_multimodal(seed: int = 0, n_images: int = 300, n_topics: int = 5, n_word_types: int = 30,
                         n_visual_types: int = 60, mean_words: float = 4.0, mean_visual_words: float = 10.0,
                         model: str = "lda", alpha: float = 1.0, alpha_pi: float = 1.0, alpha_w: float = 0.1,
@@ -64,9 +59,9 @@ def simulate_multimodal(seed: int = 0, n_images: int = 300, n_topics: int = 5, n
 
     from zoo.models import multimodal_topics as mt
 
-    n_images, n_topics = _positive_int(n_images, "n_images"), _positive_int(n_topics, "n_topics")
-    n_word_types = _positive_int(n_word_types, "n_word_types")
-    n_visual_types = _positive_int(n_visual_types, "n_visual_types")
+    n_images, n_topics = positive_int(n_images, "n_images"), positive_int(n_topics, "n_topics")
+    n_word_types = positive_int(n_word_types, "n_word_types")
+    n_visual_types = positive_int(n_visual_types, "n_visual_types")
     for name, value in (("mean_words", mean_words), ("mean_visual_words", mean_visual_words)):
         if not np.isfinite(value) or value < 1:
             raise ValueError(f"{name}: expected a number >= 1, got {value!r}")

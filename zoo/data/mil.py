@@ -11,6 +11,7 @@ import numpy as np
 from zoo.data.containers import Bags
 from zoo.data.files import read_npz
 from zoo.data.location import dataset_path, register_loader
+from zoo.options import positive_int, probability
 
 __all__ = ["load_mil_benchmark", "ring_data", "two_gaussians_data", "embedded_cluster_data", "parallel_lines_data",
            "group_labels_from_instances", "undersample_negative_groups", "subset_bags", "stratified_bag_folds"]
@@ -63,11 +64,20 @@ def _random_groups(n: int, size: int, rng) -> np.ndarray:
     return rng.permutation(n) // size
 
 
+def _check_sizes(n: int, group_size: int, share: float, share_name: str) -> tuple[int, int, float]:
+    """Generator arguments: n and group_size positive integers with group_size <= n, a share in [0, 1]."""
+    n, group_size = positive_int(n, "n"), positive_int(group_size, "group_size")
+    if group_size > n:
+        raise ValueError(f"group_size: {group_size} is more than the {n} instances")
+    return n, group_size, probability(share, share_name)
+
+
 @register_loader("kueck04_ring", "Kueck 2004 Exp. 1: Gaussian inside a ring, groups of 5")
 def ring_data(n: int = 500, positive_share: float = 0.05, group_size: int = 5, inverted: bool = False,
               seed: int = 0) -> Bags:
     """Thesis Sec. 5.1, Exp. 1 (and 2 with ``inverted``): positives ~ N(0, 0.5^2 I); negatives on a ring of
     radius 2 with a N(0, 0.25^2) cross-section; instances randomly grouped into bags of ``group_size``."""
+    n, group_size, positive_share = _check_sizes(n, group_size, positive_share, "positive_share")
     rng = np.random.default_rng(seed)
     n_pos = int(round(positive_share * n))
     pos = rng.normal(0.0, 0.5, size=(n_pos, 2))
@@ -84,6 +94,7 @@ def ring_data(n: int = 500, positive_share: float = 0.05, group_size: int = 5, i
 @register_loader("kueck04_two_gaussians", "Kueck 2004: two Gaussians, 10 % positives, groups of 6")
 def two_gaussians_data(n: int = 300, positive_share: float = 0.10, group_size: int = 6, seed: int = 0) -> Bags:
     """Thesis Fig. 5.4: positives ~ N((1, 1), 0.4^2 I), negatives ~ N((-1, -1), 0.6^2 I), random groups of 6."""
+    n, group_size, positive_share = _check_sizes(n, group_size, positive_share, "positive_share")
     rng = np.random.default_rng(seed)
     n_pos = int(round(positive_share * n))
     X = np.r_[rng.normal([1.0, 1.0], 0.4, (n_pos, 2)), rng.normal([-1.0, -1.0], 0.6, (n - n_pos, 2))]
@@ -96,6 +107,9 @@ def embedded_cluster_data(n_groups: int = 75, group_size: int = 8, pure_negative
                           seed: int = 0) -> Bags:
     """Thesis Fig. 5.7: each group is pure negative with probability 0.85, else each of its points comes from the
     positive N((0.5, 0.5), 0.3^2 I) or the negative N(0, 1.0^2 I) with probability 1/2."""
+    n_groups = positive_int(n_groups, "n_groups")
+    _, group_size, pure_negative_share = _check_sizes(n_groups * positive_int(group_size, "group_size"), group_size,
+                                                      pure_negative_share, "pure_negative_share")
     rng = np.random.default_rng(seed)
     pure = rng.uniform(size=n_groups) < pure_negative_share
     y = np.where(np.repeat(pure, group_size), 0, rng.uniform(size=n_groups * group_size) < 0.5).astype(int)
@@ -107,6 +121,9 @@ def embedded_cluster_data(n_groups: int = 75, group_size: int = 8, pure_negative
 def parallel_lines_data(n_groups: int = 40, group_size: int = 5, seed: int = 0) -> Bags:
     """Thesis Fig. 5.10: positives on the line y = +0.5, negatives on y = -0.5 (x ~ U(-2, 2), N(0, 0.1^2) noise);
     each group of 5 holds 1..4 positives (uniform), so every group is mixed and the group labels say nothing."""
+    n_groups = positive_int(n_groups, "n_groups")
+    if positive_int(group_size, "group_size") < 2:
+        raise ValueError(f"group_size: a mixed group needs at least 2 instances, got {group_size}")
     rng = np.random.default_rng(seed)
     n_pos = rng.integers(1, group_size, n_groups)
     y = np.concatenate([np.r_[np.ones(k, int), np.zeros(group_size - k, int)] for k in n_pos])

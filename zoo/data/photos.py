@@ -219,15 +219,23 @@ def load_photos(folder, captions, **options):
     return photos_to_regions(folder, captions, **options)
 
 
-def save_regions(path, regions, names=None) -> pathlib.Path:
-    """Write ``AnnotatedRegions`` (and optional image names) to an .npz readable without pickle."""
+def save_regions(path, regions, names=None, overwrite: bool = False) -> pathlib.Path:
+    """Write ``AnnotatedRegions`` (and optional image names) to an .npz readable without pickle; returns the path
+    written (``.npz`` added when missing). An existing file is kept (ValueError) unless ``overwrite``; the file is
+    written under a temporary name and renamed, so an interrupted write leaves no partial file."""
     path = pathlib.Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    if path.exists() and not overwrite:
+        raise ValueError(f"path: {str(path)!r} exists; pass overwrite=True to replace it")
     meta = {"keywords": [list(k) for k in regions.keywords], "vocabulary": list(regions.vocabulary),
             "names": None if names is None else [str(n) for n in names]}
     arrays = {"X": regions.X, "image_ids": regions.image_ids, "meta": np.array(json.dumps(meta))}
     if regions.region_labels is not None:
         arrays["region_labels"] = regions.region_labels
-    np.savez_compressed(path, **arrays)
+    tmp = path.with_name(f".{path.stem}.partial.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path)
     return path
 
 
@@ -253,7 +261,7 @@ def regions_command(args) -> int:
                                          segmentation=args.segmentation, on_problem=args.on_problem,
                                          max_side=args.max_side,
                                          n_jobs=args.jobs, return_details=True)
-    out = save_regions(args.out, regions, details.names)
+    out = save_regions(args.out, regions, details.names, overwrite=args.force)
     print(f"{regions.n_images} images, {regions.X.shape[0]} regions, {regions.X.shape[1]} features "
           f"({args.features}), {len(regions.vocabulary)} words; skipped {len(details.skipped)}; written to {out}")
     return 0

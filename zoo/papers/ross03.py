@@ -29,6 +29,7 @@ from zoo.data.ross03 import MatrixDataset
 from zoo.inference import mcvq_steps as steps
 from zoo.inference.variational_em import EMConfig, EMState, initialize, run_variational_em, temperature_schedule
 from zoo.models.mcvq import default_priors, mcvq_program
+from zoo.options import positive_float, positive_int
 from zoo.priors import require_family
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
@@ -40,19 +41,13 @@ _KINDS = {"ross03.mcvq": "plain", "ross03.mcvq_supervised": "supervised", "ross0
 
 
 # --- model building ---------------------------------------------------------------------------------------------
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-    return int(value)
-
-
 def _builder(kind: str):
     def build(n_vqs: int = 3, n_states: int = 5, **extra):
-        K, J = _positive_int(n_vqs, "n_vqs"), _positive_int(n_states, "n_states")
+        K, J = positive_int(n_vqs, "n_vqs"), positive_int(n_states, "n_states")
         options = {"n_vqs": K, "n_states": J}
         N = 1
         if kind == "clustered":
-            N = _positive_int(extra.pop("n_clusters", 2), "n_clusters")
+            N = positive_int(extra.pop("n_clusters", 2), "n_clusters")
             options["n_clusters"] = N
         if extra:
             raise ValueError(f"{sorted(extra)[0]}: unknown option of the {kind} MCVQ model")
@@ -149,17 +144,17 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
     empty_cols = np.flatnonzero(M.sum(0) == 0)
     if empty_cols.size:
         raise ValueError(f"mask: dimension {empty_cols[0]} has no observed entry ({empty_cols.size} such dimensions)")
-    num_chains = _positive_int(num_chains, "num_chains")
-    max_iter = _positive_int(max_iter, "max_iter")
-    t_start = float(max(1, C - 1)) if t_start is None else float(t_start)
-    anneal_iters = max(1, (3 * max_iter) // 4) if anneal_iters is None else anneal_iters
-    temps = temperature_schedule(max_iter, t_start, int(anneal_iters))
+    num_chains = positive_int(num_chains, "num_chains")
+    max_iter = positive_int(max_iter, "max_iter")
+    monte_carlo_samples = positive_int(monte_carlo_samples, "monte_carlo_samples")
+    t_start = float(max(1, C - 1)) if t_start is None else positive_float(t_start, "t_start")
+    anneal_iters = max(1, (3 * max_iter) // 4) if anneal_iters is None else positive_int(anneal_iters, "anneal_iters")
+    temps = temperature_schedule(max_iter, t_start, anneal_iters)
     observed = X[M > 0]
     if sigma_floor is None:
         sigma_floor = max(0.01 * float(observed.std()), 1e-6)
-    if not (np.isfinite(sigma_floor) and sigma_floor > 0):
-        raise ValueError(f"sigma_floor: expected a positive number, got {sigma_floor}")
-    monte_carlo_samples = _positive_int(monte_carlo_samples, "monte_carlo_samples")
+    sigma_floor = positive_float(sigma_floor, "sigma_floor")
+    monte_carlo_samples = positive_int(monte_carlo_samples, "monte_carlo_samples")
 
     if kind == "supervised":
         lab, N = _check_labels(data_labels if labels is None else labels, C)
@@ -283,7 +278,7 @@ def classify_monte_carlo(fit: Fit, data, n_samples: int = 1000, seed: int = 0, c
     X, M, _ = as_matrix(data)
     state: MCVQFitState = fit.state
     log_joint = steps.monte_carlo_class_log_joint(jax.random.PRNGKey(seed), jnp.asarray(X), jnp.asarray(M),
-                                                  state.params(chain), _positive_int(n_samples, "n_samples"))
+                                                  state.params(chain), positive_int(n_samples, "n_samples"))
     return np.asarray(jax.nn.softmax(log_joint, axis=-1))
 
 
