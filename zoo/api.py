@@ -1,12 +1,15 @@
 """``zoo.model`` and ``zoo.fit``: the two calls most users need."""
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any, Callable, Mapping
 
 from zoo import registry
 from zoo.catalog import ensure_loaded
-from zoo.generic import GENERIC_METHODS
+from zoo import convergence
+from zoo.generic import GENERIC_KINDS, GENERIC_METHODS
+from zoo.provenance import provenance_attrs
 from zoo.options import check_common_options, check_known, seed_value
 from zoo.registry import ModelSpec
 from zoo.results import Fit
@@ -36,8 +39,10 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
     how a key becomes the run's seed. The same seed gives the same result.
     """
     seed = seed_value(seed)
+    start = time.perf_counter()
     if isinstance(spec, ModelSpec):
-        return _warnings_at_caller(registry.run_method, spec, method, data, seed, options)
+        result = _warnings_at_caller(registry.run_method, spec, method, data, seed, options)
+        return _with_provenance(result, spec, options, seed, data, time.perf_counter() - start)
     if callable(spec):
         name = method or "nuts"
         if name not in GENERIC_METHODS:
@@ -46,9 +51,26 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
             raise ValueError("data: for a user program, pass a dict of the program's keyword arguments")
         user_spec = ModelSpec(id=None, program=spec, options={}, priors={})
         check_known(options, registry.option_names(GENERIC_METHODS[name]), f"method {name!r}")
-        return _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec,
-                                   **check_common_options(options))
+        result = _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec,
+                                     **check_common_options(options))
+        result.idata.posterior.attrs["zoo_inference"] = GENERIC_KINDS[name]
+        return _with_provenance(result, user_spec, options, seed, data, time.perf_counter() - start)
     raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, got {type(spec).__name__}")
+
+
+def _with_provenance(result: Fit, spec: ModelSpec, options: Mapping, seed: int, data, wall: float) -> Fit:
+    """The fit with its provenance (``zoo.provenance``) in the attributes of every InferenceData group; after an
+    MCMC run, one ConvergenceWarning at the user's call when headline sites fail the checks (``fit.diagnose()``)."""
+    attrs = provenance_attrs(model_id=spec.id, model_options=spec.options, method=result.method, options=options,
+                             priors=spec.priors, seed=seed, data=data, wall_seconds=wall)
+    attrs["zoo_inference"] = result.inference
+    for group in result.idata.groups():
+        getattr(result.idata, group).attrs.update(attrs)
+    if result.inference == "mcmc":
+        message = convergence.advice(result.diagnose())
+        if message:
+            warnings.warn(message, convergence.ConvergenceWarning, stacklevel=3)
+    return result
 
 
 def _warnings_at_caller(run: Callable, *args, **kwargs):

@@ -126,3 +126,5 @@ def run_svi(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int =
 
 
 GENERIC_METHODS = {"nuts": run_nuts, "svi": run_svi, "map": run_map}
+#: what each generic method's ``posterior`` holds
+GENERIC_KINDS = {"nuts": "mcmc", "svi": "variational", "map": "point estimate"}

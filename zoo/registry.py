@@ -69,6 +69,7 @@ class Method:
     description: str
     generic: bool = False
     options: tuple = ()
+    kind: str | None = None  # "mcmc" | "variational" | "point estimate"; None: from the draws (one per chain: point)
 
 
 @dataclasses.dataclass
@@ -92,6 +93,7 @@ class ModelEntry:
     prior_sites: tuple = ()
     generic_predictor: Callable | None = None
     headline: tuple = ()
+    exchangeable: dict = dataclasses.field(default_factory=dict)
     methods: dict = dataclasses.field(default_factory=dict)
 
 
@@ -100,16 +102,20 @@ _MODELS: dict[str, ModelEntry] = {}
 
 def register_model(id: str, *, paper: str, title: str, build: Callable, data_kind: str, default_method: str,
                    program_args: Callable | None = None, prior_sites: tuple = (), headline: tuple = (),
-                   generic_predictor: Callable | None = None) -> ModelEntry:
+                   generic_predictor: Callable | None = None, exchangeable: Mapping[str, int] | None = None
+                   ) -> ModelEntry:
     """Register a model id. With ``program_args`` the generic methods (nuts, svi, map) are registered too;
-    ``generic_predictor(fit, data)`` gives them predictions; ``headline`` names the sites ``Fit.summary`` shows."""
+    ``generic_predictor(fit, data)`` gives them predictions; ``headline`` names the sites ``Fit.summary`` shows;
+    ``exchangeable`` maps the sites whose components can switch labels to their component axis (after chain and
+    draw): draws of those sites are relabelled (``zoo.relabel``) and stored beside the raw ones."""
     if id in _MODELS:
         raise ValueError(f"model id {id!r} is registered twice")
     if "." not in id:
         raise ValueError(f"model id {id!r} must read '<paper>.<variant>'")
     entry = ModelEntry(id=id, paper=paper, title=title, build=build, data_kind=data_kind,
                        default_method=default_method, program_args=program_args, prior_sites=tuple(prior_sites),
-                       generic_predictor=generic_predictor, headline=tuple(headline))
+                       generic_predictor=generic_predictor, headline=tuple(headline),
+                       exchangeable=dict(exchangeable or {}))
     _MODELS[id] = entry
     if program_args is not None:
         _register_generic(entry)
@@ -117,7 +123,7 @@ def register_model(id: str, *, paper: str, title: str, build: Callable, data_kin
 
 
 def _register_generic(entry: ModelEntry) -> None:
-    from zoo.generic import GENERIC_METHODS
+    from zoo.generic import GENERIC_KINDS, GENERIC_METHODS
 
     def make_runner(name, run):
         def runner(spec, data, seed=0, **options):
@@ -130,11 +136,11 @@ def _register_generic(entry: ModelEntry) -> None:
     for name, run in GENERIC_METHODS.items():
         entry.methods[name] = Method(name=name, runner=make_runner(name, run),
                                      description=f"generic {name.upper()} on the NumPyro program", generic=True,
-                                     options=option_names(run))
+                                     options=option_names(run), kind=GENERIC_KINDS[name])
 
 
 def register_method(model_ids: str | tuple | list, name: str, *, description: str = "", generic: bool = False,
-                    options: Callable | Iterable[str] | None = None):
+                    options: Callable | Iterable[str] | None = None, kind: str | None = None):
     """Decorator registering ``runner(spec, data, seed=0, **options) -> Fit`` as method ``name`` of the models.
 
     The method's options are the runner's keyword parameters; a runner that takes ``**options`` and validates them
@@ -153,7 +159,8 @@ def register_method(model_ids: str | tuple | list, name: str, *, description: st
             if name in entry.methods:
                 raise ValueError(f"method {name!r} is registered twice for {mid!r}")
             doc = description or (runner.__doc__ or "").strip().split("\n")[0]
-            entry.methods[name] = Method(name=name, runner=runner, description=doc, generic=generic, options=names)
+            entry.methods[name] = Method(name=name, runner=runner, description=doc, generic=generic, options=names,
+                                         kind=kind)
         return runner
 
     return decorate
@@ -169,8 +176,24 @@ def run_method(spec: ModelSpec, name: str | None, data: Any, seed: int, options:
     method = entry.methods[name]
     check_known(options, method.options, f"method {name!r} of {spec.id!r}")
     fit = method.runner(spec, data, seed=seed, **check_common_options(options))
-    return dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
-                               headline=fit.headline or list(entry.headline) or None)
+    fit = dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
+                              headline=fit.headline or list(entry.headline) or None)
+    fit.idata.posterior.attrs["zoo_inference"] = method.kind or fit.inference
+    _add_relabelled(fit, entry.exchangeable)
+    return fit
+
+
+def _add_relabelled(fit, exchangeable: Mapping[str, int]) -> None:
+    """``<site>_relabelled`` beside each exchangeable site of a fit with draws (not for point estimates)."""
+    post = fit.idata.posterior
+    axes = {site: axis for site, axis in exchangeable.items() if site in post}
+    if not axes or fit.is_point_estimate:
+        return
+    from zoo.relabel import relabel_draws
+    aligned, _ = relabel_draws({site: post[site].values for site in axes}, axes)
+    for site, values in aligned.items():
+        post[f"{site}_relabelled"] = (post[site].dims, values)
+        post[f"{site}_relabelled"].attrs["note"] = f"{site} with components aligned across draws (zoo.relabel)"
 
 
 def models_registered() -> dict[str, ModelEntry]:

@@ -96,6 +96,35 @@ class Fit:
     data: Any = None
 
     @property
+    def provenance(self) -> dict[str, str]:
+        """How the fit was made: model, options, priors, seed, data fingerprint, versions, wall time
+        (``zoo.provenance``); empty for a Fit not made by ``zoo.fit``."""
+        attrs = self.idata.posterior.attrs
+        keys = [k for k in attrs if k.startswith("zoo_") or k.endswith("_version")]
+        return {k: str(attrs[k]) for k in keys}
+
+    @property
+    def inference(self) -> str:
+        """"mcmc", "variational" or "point estimate" (EM and MAP restarts): what ``posterior`` holds."""
+        kind = self.idata.posterior.attrs.get("zoo_inference")
+        return str(kind) if kind else ("point estimate" if self.is_point_estimate else "mcmc")
+
+    def diagnose(self, var_names: Sequence[str] | None = None, elements: bool = False):
+        """Convergence of the headline sites (or ``var_names``), a pandas DataFrame: rank-normalized r-hat, bulk
+        and tail ESS, MCSE / sd, divergences, acceptance and a verdict against Vehtari et al. (2021)'s thresholds
+        (``zoo.convergence``); one row per site, or per element with ``elements=True``. Mixture-like sites are
+        diagnosed on their relabelled draws when the fit has them."""
+        from zoo import convergence
+
+        if self.is_point_estimate:
+            raise ValueError(f"diagnose: the {self.method!r} fit holds point estimates (one per restart), which have "
+                             f"no convergence diagnostics; fit.restarts() shows the restarts' objectives")
+        names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
+        if elements:
+            return convergence.diagnose_elements(self.idata, names)
+        return convergence.diagnose(self.idata, names)
+
+    @property
     def is_point_estimate(self) -> bool:
         """True for optimizers (EM, MAP): one draw per chain, each chain a restart, not a posterior sample."""
         return self.idata.posterior.sizes.get("draw", 0) < 2

@@ -307,6 +307,9 @@ def _predict_translation(fit, data):
 def _generic_predict_mixture(fit, data):
     """Predictions of the generic methods: component probabilities at the posterior mean of the parameters."""
     post = fit.idata.posterior
+    # components aligned across draws (zoo.relabel) when they were relabelled: a mean over switched labels mixes them
+    post = post.assign({site: post[f"{site}_relabelled"] for site in ("mu", "lambda", "Sigma")
+                        if f"{site}_relabelled" in post})
     diagonal = fit.spec.options["covariance"] == "diag"
     known = fit.spec.options["known_covariance"]
     means = post["mu"].mean(("chain", "draw")).values
@@ -332,7 +335,7 @@ register_model(
     "carbonetto03.shrinkage_mixture", paper=PAPER, title="Shrinkage Gaussian mixture (MAP-EM feature weighting)",
     build=_build_mixture, data_kind="ndarray", default_method="map_em", headline=("tau2", "lambda"),
     program_args=lambda spec, data: _program_kwargs(spec, _mixture_arrays(spec, data)),
-    generic_predictor=_generic_predict_mixture)
+    generic_predictor=_generic_predict_mixture, exchangeable={"mu": 0, "lambda": 0, "Sigma": 0})
 
 register_model(
     "carbonetto03.translation", paper=PAPER, title="Discrete-Gaussian translation model (regions -> words)",

@@ -1,0 +1,141 @@
+"""Provenance of a fit: what was run, on what, with which software, stored in the InferenceData's attributes so a
+result read back from disk says how it was made.
+
+``zoo.fit`` adds these attributes (all strings, as netCDF requires) to every group of ``fit.idata``:
+``zoo_model`` (model id, or "<user program>"), ``zoo_model_options`` (JSON), ``zoo_method``, ``zoo_options``
+(the method's, JSON), ``zoo_priors`` (JSON,
+site -> canonical string such as ``InverseGamma(concentration=1.0, rate=1.0)``), ``zoo_seed``,
+``zoo_data_sha256`` (of the data's arrays), ``zoo_wall_seconds``, and the versions ``zoo_version`` (with the git
+commit when run from a checkout), ``jax_version``, ``numpyro_version``, ``arviz_version``, ``numpy_version``,
+``python_version``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import pathlib
+import platform
+import subprocess
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = ["prior_string", "data_fingerprint", "software_versions", "provenance_attrs"]
+
+
+def _number(value) -> Any:
+    arr = np.asarray(value)
+    return arr.item() if arr.ndim == 0 else arr.tolist()
+
+
+def prior_string(prior) -> str:
+    """A canonical, parseable-looking text of a NumPyro distribution: its class and its named parameters."""
+    names = sorted(getattr(prior, "arg_constraints", {}))
+    parts = []
+    for name in names:
+        value = getattr(prior, name, None)
+        if value is None:
+            continue
+        try:
+            parts.append(f"{name}={_number(value)}")
+        except (TypeError, ValueError):
+            parts.append(f"{name}=<{type(value).__name__}>")
+    shape = tuple(prior.batch_shape) + tuple(prior.event_shape)
+    text = f"{type(prior).__name__}({', '.join(parts)})"
+    return text if not tuple(prior.batch_shape) else f"{text}.expand({list(shape)})"
+
+
+def _arrays(data) -> list[tuple[str, np.ndarray]]:
+    """The arrays a data object holds, named, in a fixed order."""
+    if isinstance(data, np.ndarray) or hasattr(data, "__array__") and not isinstance(data, (str, bytes)):
+        return [("", np.asarray(data))]
+    if dataclasses.is_dataclass(data):
+        items = [(f.name, getattr(data, f.name)) for f in dataclasses.fields(data)]
+    elif isinstance(data, Mapping):
+        items = sorted(data.items(), key=lambda kv: str(kv[0]))
+    else:
+        return []
+    out = []
+    for name, value in items:
+        if isinstance(value, (np.ndarray, list, tuple)) or hasattr(value, "__array__"):
+            try:
+                arr = np.asarray(value)
+            except (TypeError, ValueError):
+                continue
+            if arr.dtype != object:
+                out.append((str(name), arr))
+            else:
+                out.append((str(name), np.asarray(json.dumps(value, default=str, sort_keys=True))))
+        elif dataclasses.is_dataclass(value):
+            out.extend((f"{name}.{sub}", arr) for sub, arr in _arrays(value))
+    return out
+
+
+def data_fingerprint(data) -> str:
+    """sha256 over the names, dtypes, shapes and bytes of the data's arrays ("" when it holds none)."""
+    arrays = _arrays(data)
+    if not arrays:
+        return ""
+    digest = hashlib.sha256()
+    for name, arr in arrays:
+        arr = np.ascontiguousarray(arr)
+        digest.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
+        digest.update(arr.tobytes())
+    return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _git_commit() -> str:
+    root = pathlib.Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return ""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    if out.returncode != 0:
+        return ""
+    return out.stdout.strip() + ("+modified" if dirty.stdout.strip() else "")
+
+
+@functools.lru_cache(maxsize=1)
+def software_versions() -> dict[str, str]:
+    import arviz
+    import jax
+    import numpyro
+
+    import zoo
+    commit = _git_commit()
+    return {"zoo_version": zoo.__version__ + (f" ({commit})" if commit else ""), "jax_version": jax.__version__,
+            "numpyro_version": numpyro.__version__, "arviz_version": arviz.__version__,
+            "numpy_version": np.__version__, "python_version": platform.python_version()}
+
+
+def _jsonable(value):
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__"):
+        arr = np.asarray(value)
+        return arr.item() if arr.ndim == 0 else f"<array {arr.dtype} {list(arr.shape)}>"
+    return value
+
+
+def provenance_attrs(*, model_id: str | None, model_options: Mapping[str, Any], method: str,
+                     options: Mapping[str, Any], priors: Mapping[str, Any], seed: int, data,
+                     wall_seconds: float) -> dict[str, str]:
+    """The attributes ``zoo.fit`` stores (see the module docstring)."""
+    attrs = {
+        "zoo_model": model_id or "<user program>",
+        "zoo_model_options": json.dumps({k: _jsonable(v) for k, v in sorted(model_options.items())}, default=str),
+        "zoo_method": method,
+        "zoo_options": json.dumps({k: _jsonable(v) for k, v in sorted(options.items())}, default=str),
+        "zoo_priors": json.dumps({site: prior_string(p) for site, p in sorted(priors.items())}),
+        "zoo_seed": str(seed),
+        "zoo_data_sha256": data_fingerprint(data),
+        "zoo_wall_seconds": f"{wall_seconds:.3f}",
+    }
+    attrs.update(software_versions())
+    return attrs
