@@ -22,26 +22,25 @@ Target: eq. 10, pi(Y, M, alpha, delta, Omega | X, S) with every concept's (mu_k,
    problem it puts the correlation of Omega at 0.26 where the target has 0.79, see
    tests/test_gustafson07_gibbs.py); the correction makes the move exact. Its acceptance rate is reported.
 
-Every move is a pure ``(problem, state, key) -> (state, info)`` function over NamedTuples; ``LabelFeatureGibbs``
-is the thin ``numpyro.infer.mcmc.MCMCKernel`` wrapper so ``numpyro.infer.MCMC`` runs chains, warm-up and progress.
+Every move is a pure ``(problem, state, key) -> (state, info)`` function over NamedTuples; ``build_gibbs_kernel``
+gives the sweep in the shape of ``zoo.inference.driver`` (``gibbs_step``: (key, state) -> (state, SweepInfo)),
+which ``run_gibbs`` runs in compiled chunks (``driver.sample_chunked``, the Rao-Blackwell sums in the driver) and
+``LabelFeatureGibbs`` (``driver.KernelMCMC``) under ``numpyro.infer.MCMC``.
 Modules: ``label_feature_state`` (problem, state, shared helpers), ``label_feature_flips`` (step 1),
 ``label_feature_joint`` (the joint (indicator, labels) move), ``label_feature_moves`` (steps 2-4), this one (the
-sweep, the kernel, the chunked driver ``run_gibbs`` and the posterior predictive).
+sweep, the kernel, ``run_gibbs`` and the posterior predictive).
 Shapes: n units, p features, K+1 concepts (0 = garbage), I images, J = most segments in one image.
 """
 from __future__ import annotations
 
-from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from numpyro.infer.mcmc import MCMCKernel
-from tqdm.auto import tqdm
 
-from zoo._config import FAST_COMPILE_OPTIONS
 from zoo.inference.collapsed_niw import (concept_niw_prior, gaussian_logpdf_masked, masked_cholesky,
                                          niw_log_predictive)
+from zoo.inference.driver import FAST_COMPILE_OPTIONS, Kernel, KernelMCMC, sample_chunked
 from zoo.inference.label_feature_flips import delta_collapsed_flip_step, feature_flip_step, single_flip_step
 from zoo.inference.label_feature_joint import joint_flip_relabel_step
 from zoo.inference.label_feature_moves import alpha_step, delta_omega_step, label_step, omega_step
@@ -51,14 +50,18 @@ from zoo.inference.label_feature_state import (BetaMixture, GibbsState, RegionPr
 # the moves and types are re-exported: ``zoo.inference.label_feature_gibbs`` is the sampler's one entry point
 __all__ = ["RegionProblem", "BetaMixture", "GibbsState", "SweepInfo", "concept_suffstats", "concept_masks_of",
            "feature_flip_step", "delta_collapsed_flip_step", "joint_flip_relabel_step", "single_flip_step",
-           "label_step", "alpha_step", "omega_step", "delta_omega_step", "gibbs_sweep", "init_state",
-           "initial_labels", "LabelFeatureGibbs", "run_gibbs", "predictive_log_lik", "FAST_COMPILE_OPTIONS",
-           "FAST_COMPILE_WORK"]
+           "label_step", "alpha_step", "omega_step", "delta_omega_step", "gibbs_step", "build_gibbs_kernel",
+           "init_chain", "init_state", "initial_labels", "collected", "collect_names", "Collect", "label_proba_sum",
+           "LabelFeatureGibbs", "run_gibbs", "predictive_log_lik", "FAST_COMPILE_OPTIONS", "FAST_COMPILE_WORK",
+           "VARIANTS"]
 
 
-def gibbs_sweep(problem: RegionProblem, variant: str, state: GibbsState) -> GibbsState:
-    """One full sweep (steps 1-4); accumulates the Rao-Blackwell label probabilities after warm-up."""
-    key, k_m, k_y, k_a, k_d, k_o, k_j = jax.random.split(state.rng_key, 7)
+VARIANTS = ("full", "fs", "cvfs")
+
+
+def gibbs_step(key, state: GibbsState, problem: RegionProblem, variant: str) -> tuple[GibbsState, SweepInfo]:
+    """One full sweep (steps 1-4). Index 0 of the key's split is the chain's next key (``driver.next_key``)."""
+    _, k_m, k_y, k_a, k_d, k_o, k_j = jax.random.split(key, 7)
     if variant == "cvfs":
         state, accept_m = delta_collapsed_flip_step(problem, state, k_m)
     else:
@@ -78,25 +81,46 @@ def gibbs_sweep(problem: RegionProblem, variant: str, state: GibbsState) -> Gibb
         state, _ = alpha_step(problem, state, k_a)
         state, accept_o = omega_step(problem, state, k_o)
         state, accept_do = delta_omega_step(problem, state, k_d)
-    keep = state.iteration >= state.num_warmup
-    proba_sum = state.proba_sum + jnp.where(keep, state.label_proba, 0.0)
-    state = state._replace(proba_sum=proba_sum, n_kept=state.n_kept + keep, iteration=state.iteration + 1,
-                           rng_key=key)
-    return state._replace(z=_collected(state, variant, SweepInfo(accept_m, accept_do, accept_o, accept_j)))
+    state = state._replace(warmup_left=jnp.maximum(state.warmup_left - 1, 0))
+    return state, SweepInfo(accept_m, accept_do, jnp.asarray(accept_o, jnp.float64),
+                            jnp.asarray(accept_j, jnp.float64))
 
 
-def _collected(state: GibbsState, variant: str, info: SweepInfo | None) -> dict:
+def collected(state: GibbsState, variant: str, info: SweepInfo) -> dict:
+    """Everything a draw can keep: the state's sites, the number of relevant features per concept, the sweep's
+    label probabilities and unit log-likelihoods, and its acceptance rates."""
     masks = concept_masks_of(variant, state.M)
     out = {"Y": state.Y, "M": state.M, "n_relevant": masks[1:].sum(-1), "label_proba": state.label_proba,
            "unit_loglik": state.unit_loglik}
     if variant == "cvfs":
         out.update(alpha=state.alpha, delta=state.delta, Omega=state.Omega)
-    n_concepts = state.M.shape[0]
-    out["accept_M"] = info.accept_M if info is not None else jnp.zeros(n_concepts)
-    out["accept_delta_Omega"] = info.accept_delta_Omega if info is not None else jnp.asarray(1.0)
-    out["accept_Omega"] = jnp.asarray(info.accept_Omega if info is not None else 1.0, jnp.float64)
-    out["accept_joint"] = jnp.asarray(info.accept_joint if info is not None else 1.0, jnp.float64)
+    out.update(accept_M=info.accept_M, accept_delta_Omega=info.accept_delta_Omega, accept_Omega=info.accept_Omega,
+               accept_joint=info.accept_joint)
     return out
+
+
+def collect_names(variant: str) -> tuple:
+    """The names ``collected`` gives for ``variant``."""
+    names = ("Y", "M", "n_relevant", "label_proba", "unit_loglik")
+    names += ("alpha", "delta", "Omega") if variant == "cvfs" else ()
+    return names + ("accept_M", "accept_delta_Omega", "accept_Omega", "accept_joint")
+
+
+class Collect(NamedTuple):
+    """``observe`` for the driver: the entries ``names`` of ``collected`` (hashable, so a second fit with the same
+    settings reuses the compiled chunk)."""
+    variant: str
+    names: tuple
+
+    def __call__(self, state: GibbsState, info: SweepInfo) -> dict:
+        out = collected(state, self.variant, info)
+        return {k: out[k] for k in self.names}
+
+
+def label_proba_sum(state: GibbsState, info: SweepInfo) -> jnp.ndarray:
+    """``accumulate`` for the driver: the sweep's label probabilities, whose average over the sampling sweeps is
+    the Rao-Blackwellized Pr(Y_ij = y | data)."""
+    return state.label_proba
 
 
 def initial_labels(problem: RegionProblem, key):
@@ -117,8 +141,9 @@ def initial_labels(problem: RegionProblem, key):
     return jnp.zeros(n, int).at[jnp.where(valid, problem.image_slots, n)].set(y_slot.astype(int), mode="drop")
 
 
-def init_state(problem: RegionProblem, variant: str, key, num_warmup=0) -> GibbsState:
-    """Coverage-respecting labels, M at random (CVFS rows 1..K, FS shared; FULL all ones), alpha = prior mean."""
+def init_chain(problem: RegionProblem, variant: str, key, num_warmup=0) -> tuple[GibbsState, jax.Array]:
+    """Coverage-respecting labels, M at random (CVFS rows 1..K, FS shared; FULL all ones), alpha = prior mean;
+    and the key of the chain's first sweep."""
     n, n_concepts = problem.allowed.shape
     p = problem.X.shape[1]
     k_y, k_m, key = jax.random.split(key, 3)
@@ -133,109 +158,76 @@ def init_state(problem: RegionProblem, variant: str, key, num_warmup=0) -> Gibbs
     alpha = jnp.full(p, jnp.sum(pr.weights * pr.a / (pr.a + pr.b)))
     zeros = jnp.zeros((n, n_concepts))
     state = GibbsState(Y=Y, M=M, alpha=alpha, delta=problem.delta0, Omega=problem.Omega0, label_proba=zeros,
-                       unit_loglik=jnp.zeros(n), proba_sum=zeros, n_kept=jnp.asarray(0), iteration=jnp.asarray(0),
-                       num_warmup=jnp.asarray(num_warmup), rng_key=key, z={},
+                       unit_loglik=jnp.zeros(n), warmup_left=jnp.asarray(num_warmup),
                        joint_tries=jnp.zeros((n_concepts, p)), joint_accepts=jnp.zeros((n_concepts, p)))
-    return state._replace(z=_collected(state, variant, None))
+    return state, key
 
 
-class LabelFeatureGibbs(MCMCKernel):
-    """numpyro MCMCKernel running ``gibbs_sweep`` on a fixed ``RegionProblem``; ``variant`` in full/fs/cvfs.
+def init_state(problem: RegionProblem, variant: str, key, num_warmup=0) -> GibbsState:
+    """``init_chain``'s state alone (for moves tested one by one)."""
+    return init_chain(problem, variant, key, num_warmup)[0]
+
+
+def build_gibbs_kernel(problem: RegionProblem, variant: str) -> Kernel:
+    """The sampler for ``zoo.inference.driver``: ``init_chain`` and ``gibbs_step``; ``variant`` in full/fs/cvfs."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant: {variant!r} is not one of 'full', 'fs', 'cvfs'")
+    return Kernel(init=lambda key, num_warmup: init_chain(problem, variant, key, num_warmup),
+                  step=lambda key, state: gibbs_step(key, state, problem, variant))
+
+
+class LabelFeatureGibbs(KernelMCMC):
+    """``build_gibbs_kernel`` under ``numpyro.infer.MCMC`` (``driver.KernelMCMC``); draws: ``collected``.
 
     >>> mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(problem, "cvfs"), num_warmup=200, num_samples=1000,
     ...                           num_chains=2, chain_method="vectorized")
     >>> mcmc.run(jax.random.PRNGKey(0)); mcmc.get_samples(group_by_chain=True)["M"]
     """
 
-    sample_field = "z"
-
     def __init__(self, problem: RegionProblem, variant: str):
-        if variant not in ("full", "fs", "cvfs"):
+        if variant not in VARIANTS:
             raise ValueError(f"variant: {variant!r} is not one of 'full', 'fs', 'cvfs'")
-        self.problem = problem
+        super().__init__(build_gibbs_kernel, variant, problem, observe=Collect(variant, collect_names(variant)))
         self.variant = variant
 
-    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        init = partial(init_state, self.problem, self.variant, num_warmup=num_warmup)
-        # chain_method="vectorized" hands one key per chain: the kernel vectorizes init and sample itself
-        return jax.vmap(init)(rng_key) if jnp.ndim(rng_key) > 1 else init(rng_key)
 
-    def sample(self, state, model_args, model_kwargs):
-        sweep = partial(gibbs_sweep, self.problem, self.variant)
-        return jax.vmap(sweep)(state) if jnp.ndim(state.rng_key) > 1 else sweep(state)
-
-    def postprocess_fn(self, model_args, model_kwargs):
-        return lambda z: z
-
-
-# FAST_COMPILE_OPTIONS (zoo._config) roughly halves the sweep's compile time (CVFS, two chains: about 14 s -> 7 s
-# on one CPU) and makes each sweep 1.5-4x slower: worth it only for short runs, where compilation is most of the
-# wall time. ``run_gibbs`` picks it below FAST_COMPILE_WORK chain-sweeps x units unless told.
+# FAST_COMPILE_OPTIONS roughly halves the sweep's compile time (CVFS, two chains: about 14 s -> 7 s on one CPU)
+# and makes each sweep 1.5-4x slower: worth it only for short runs, where compilation is most of the wall time.
+# ``run_gibbs`` picks it below FAST_COMPILE_WORK chain-sweeps x units unless told.
 FAST_COMPILE_WORK = 250_000
 
 
-def _init_chains_fn(problem, keys, num_warmup, *, variant):
-    return jax.vmap(lambda k: init_state(problem, variant, k, num_warmup=num_warmup))(keys)
-
-
-def _run_chunk_fn(problem, state, n_active, *, variant, chunk, names, vectorized=False):
-    """``chunk`` sweeps of every chain (the first ``n_active`` applied), collecting ``names`` of ``z``; the problem
-    is an argument, so data of the same shapes reuse one compilation. The chains run one after another (lax.map),
-    unbatched, unless ``vectorized``: under vmap the sweep's data-dependent loops and branches (the joint move's unit
-    loop and its skip of unchanged labels) turn into selects over the whole carry, about 2x the time per chain-sweep
-    (a single chain under vmap: 2.4 -> 5.9 ms per sweep on the bench problem)."""
-    def one_chain(st):
-        def body(s, i):
-            s = jax.lax.cond(i < n_active, lambda t: gibbs_sweep(problem, variant, t), lambda t: t, s)
-            return s, {k: s.z[k] for k in names}
-        return jax.lax.scan(body, st, jnp.arange(chunk))
-    if vectorized:
-        return jax.vmap(one_chain)(state)
-    return jax.lax.map(one_chain, state)
-
-
-_init_chains = jax.jit(_init_chains_fn, static_argnames=("variant",), compiler_options=FAST_COMPILE_OPTIONS)
-_run_chunk = jax.jit(_run_chunk_fn, static_argnames=("variant", "chunk", "names", "vectorized"))
-_run_chunk_fast_compile = jax.jit(_run_chunk_fn, static_argnames=("variant", "chunk", "names", "vectorized"),
-                                  compiler_options=FAST_COMPILE_OPTIONS)
-
-
 def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2, num_warmup: int = 200,
-              num_samples: int = 1000, thinning: int = 1, collect=None, progress_bar: bool = True,
+              num_samples: int = 1000, thinning: int = 1, collect=None, progress=None, progress_bar: bool = False,
               chunk: int = 50, fast_compile: bool | None = None, vectorized: bool = False):
-    """Run ``num_chains`` chains of ``gibbs_sweep`` (one after another in one compiled chunk; ``vectorized``: under
-    vmap, see ``_run_chunk_fn``): one compiled chunk of ``chunk`` sweeps reused for
-    warm-up and sampling (the same chain as ``numpyro.infer.MCMC`` with ``LabelFeatureGibbs``, compiled once).
+    """Run ``num_chains`` chains of ``gibbs_step`` with ``driver.sample_chunked``: one compiled chunk of ``chunk``
+    groups of ``thinning`` sweeps reused for warm-up and sampling (the same chain as ``numpyro.infer.MCMC`` with
+    ``LabelFeatureGibbs``, compiled once). The chains run one after another (lax.map), unbatched, unless
+    ``vectorized``: under vmap the sweep's data-dependent loops and branches (the joint move's unit loop and its
+    skip of unchanged labels) turn into selects over the whole carry, about 2x the time per chain-sweep (a single
+    chain under vmap: 2.4 -> 5.9 ms per sweep on the bench problem).
     ``fast_compile``: compile without XLA's backend optimization (half the compile time, slower sweeps); None =
     when num_chains x (num_warmup + num_samples) x units <= FAST_COMPILE_WORK. Timings (benchmarks) pass False.
+    ``progress(n_sweeps)`` is called after every chunk (``progress_bar`` is no longer drawn here: pass
+    ``progress``, e.g. a progress bar's ``update``).
 
-    Returns (draws: dict name -> (chain, draw, ...) numpy arrays, keeping every ``thinning``-th sweep after
-    warm-up; ``collect`` names the entries of ``GibbsState.z`` to keep (default all), last_state (chain-batched)).
-    """
-    keys = jax.random.split(key, num_chains)
-    state = _init_chains(problem, keys, jnp.asarray(num_warmup), variant=variant)
-    names = tuple(state.z) if collect is None else tuple(collect)
-    total = num_warmup + num_samples
+    Returns (draws: dict name -> (chain, draw, ...) numpy arrays, keeping the first sweep of every ``thinning``
+    after warm-up (the last draw may come from a shorter group); ``collect`` names the entries of ``collected``
+    to keep (default all); the driver's SampleResult, whose ``running`` / ``n_running`` are the sums of the label
+    probabilities over the sampling sweeps per chain (the Rao-Blackwell average) and their count)."""
+    if progress_bar:
+        raise ValueError("progress_bar: zoo.inference draws no progress bars; pass progress=<callback>")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant: {variant!r} is not one of 'full', 'fs', 'cvfs'")
+    names = collect_names(variant) if collect is None else tuple(collect)
     if fast_compile is None:
-        fast_compile = num_chains * total * problem.X.shape[0] <= FAST_COMPILE_WORK
-    run_chunk = _run_chunk_fast_compile if fast_compile else _run_chunk
-    kept = {k: [] for k in names}
-    done = 0
-    bar = tqdm(total=total, desc=f"{variant} collapsed Gibbs", disable=not progress_bar, leave=False)
-    while done < total:
-        n_active = min(chunk, total - done)
-        state, out = run_chunk(problem, state, jnp.asarray(n_active), variant=variant, chunk=chunk, names=names,
-                               vectorized=bool(vectorized))
-        index = np.arange(done, done + n_active)
-        sel = np.nonzero((index >= num_warmup) & ((index - num_warmup) % thinning == 0))[0]
-        if sel.size:
-            for k in names:
-                kept[k].append(np.asarray(out[k])[:, sel])
-        done += n_active
-        bar.update(n_active)
-    bar.close()
-    draws = {k: np.concatenate(v, axis=1) for k, v in kept.items() if v}
-    return draws, state
+        fast_compile = num_chains * (num_warmup + num_samples) * problem.X.shape[0] <= FAST_COMPILE_WORK
+    result = sample_chunked(build_gibbs_kernel, variant, problem, jax.random.split(key, num_chains),
+                            num_warmup=num_warmup, num_sampling_sweeps=num_samples,
+                            observe=Collect(variant, names), accumulate=label_proba_sum, thinning=thinning,
+                            keep_index=0, chunk=chunk, chain_method="vectorized" if vectorized else "sequential",
+                            compiler_options=FAST_COMPILE_OPTIONS if fast_compile else None, progress=progress)
+    return result.draws, result
 
 
 def predictive_log_lik(problem: RegionProblem, variant: str, Y, M, delta, Omega, X_new):

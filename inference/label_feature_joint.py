@@ -132,7 +132,7 @@ def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsSt
 
     Y_new, _, _, log_rev = jax.lax.fori_loop(0, affected.sum(), body, (state.Y, cache, counts, jnp.asarray(0.0)))
     accept = jnp.log(jax.random.uniform(k_acc)) < flip + log_rev
-    warm = (state.iteration < state.num_warmup).astype(jnp.float64)
+    warm = (state.warmup_left > 0).astype(jnp.float64)
     state = state._replace(joint_tries=state.joint_tries.at[k, j].add(warm),
                            joint_accepts=state.joint_accepts.at[k, j].add(warm * accept))
     return (state._replace(M=jnp.where(accept, M_new, state.M), Y=jnp.where(accept, Y_new, state.Y)),

@@ -60,10 +60,10 @@ class RegionProblem(NamedTuple):
 class GibbsState(NamedTuple):
     """Y (n,) labels; M (K+1, p) bool inclusion of every concept (row 0 garbage); alpha (p,); delta (p,);
     Omega (p, p); label_proba (n, K+1) the last sweep's full conditionals; unit_loglik (n,) log p(x_ij | S_i,
-    temporary parameters) for az.loo; proba_sum (n, K+1) and n_kept: running Rao-Blackwell sum after warm-up;
-    iteration; num_warmup (sweeps before accumulating); rng_key; z: the dict numpyro.infer.MCMC collects;
-    joint_tries, joint_accepts (K+1, p): joint moves of each indicator tried / accepted during warm-up (they set the
-    indicator's selection weight, frozen after warm-up: ``joint_flip_relabel_step``)."""
+    temporary parameters) for az.loo; warmup_left: sweeps of warm-up still to come (the joint moves adapt
+    during warm-up); joint_tries, joint_accepts (K+1, p): joint moves of each indicator tried / accepted during
+    warm-up (they set the indicator's selection weight, frozen after warm-up: ``joint_flip_relabel_step``).
+    The chain's key, running sums and draws are the driver's (``zoo.inference.driver``)."""
     Y: jnp.ndarray
     M: jnp.ndarray
     alpha: jnp.ndarray
@@ -71,12 +71,7 @@ class GibbsState(NamedTuple):
     Omega: jnp.ndarray
     label_proba: jnp.ndarray
     unit_loglik: jnp.ndarray
-    proba_sum: jnp.ndarray
-    n_kept: jnp.ndarray
-    iteration: jnp.ndarray
-    num_warmup: jnp.ndarray
-    rng_key: jnp.ndarray
-    z: dict
+    warmup_left: jnp.ndarray = 0
     joint_tries: jnp.ndarray = 0.0
     joint_accepts: jnp.ndarray = 0.0
 

@@ -9,8 +9,10 @@ One sweep: {gamma, beta} then {delta2, Z}:
                                             not in the thesis, exact)
   Z | beta, gamma, group observations      exact sign-pattern sampler + truncated normals
                                             (``zoo.inference.orthant_sampler``), or the thesis' Metropolis steps.
-``mil_gibbs_sweep`` is the pure (state, key) -> state step; ``MILGibbs`` is the thin MCMCKernel wrapper that
-``numpyro.infer.MCMC`` drives (several chains with ``chain_method="vectorized"``).
+``build_mil_kernel(problem, config)`` gives the sampler in the shape of ``zoo.inference.driver`` (``init``, and
+``mil_step``: (key, state) -> (state, MILInfo)), which ``driver.sample_chunked`` runs in compiled chunks and
+``MILGibbs`` (``driver.KernelMCMC``) under ``numpyro.infer.MCMC``. ``mil_gibbs_sweep`` (state) -> state, with the
+key carried in ``MILState.rng_key``, is the same sweep for callers that loop over states themselves.
 """
 from __future__ import annotations
 
@@ -19,11 +21,10 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.infer.mcmc import MCMCKernel
-from numpyro.util import identity, is_prng_key
 
 from zoo.inference.collapsed_beta import (AnchorCache, CollapsedData, chi_square_shapes, collapsed_beta_move,
                                           empty_anchor, ensure_anchor)
+from zoo.inference.driver import Kernel, KernelMCMC
 from zoo.inference.kernel_selection import (SelectionInfo, active_rows, delta2_metropolis_step,
                                             delta2_shape, draw_beta, draw_delta2, kernel_selection_sweep,
                                             prior_quadratic_form, scale_move, scale_move_shape)
@@ -32,8 +33,9 @@ from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_wei
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
                                            sample_signs_constrained, sample_signs_split)
 
-__all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "MILGibbs", "mil_gibbs_sweep", "init_mil_state",
-           "z_update", "state_from_position", "mixed_groups"]
+__all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "MILInfo", "MILGibbs", "build_mil_kernel", "mil_step",
+           "mil_draw", "mil_position", "mil_gibbs_sweep", "init_mil_state", "z_update", "state_from_position",
+           "mixed_groups", "MIL_STAT_FIELDS"]
 
 
 class MILProblem(NamedTuple):
@@ -91,6 +93,9 @@ class MILConfig(NamedTuple):
 
 
 class MILState(NamedTuple):
+    """The chain. ``rng_key`` and the statistics of the last sweep (the fields of ``MILInfo``) serve
+    ``mil_gibbs_sweep``'s callers, which loop over states alone; ``mil_step`` returns the statistics as its info
+    and takes its key from the driver."""
     position: dict                 # gamma (M,) int8, beta (M,) = gamma * beta, delta2, n_active [, z]
     aset: ActiveSet
     beta_active: jnp.ndarray       # (K_max,) in slot order
@@ -106,6 +111,20 @@ class MILState(NamedTuple):
     log_likelihood: jnp.ndarray    # (G,) log p(observation_g | f)
     anchor: AnchorCache            # beta_move="laplace": the Newton start of the current active set
     beta_acceptance: jnp.ndarray   # beta_move="laplace": accepted / proposed collapsed tries in the last sweep
+
+
+class MILInfo(NamedTuple):
+    """The statistics of one sweep (``mil_step``'s info)."""
+    gamma_acceptance: jnp.ndarray  # accepted / proposed gamma flips
+    n_active: jnp.ndarray
+    z_acceptance: jnp.ndarray      # MH variants: share of non-pure groups whose proposal was accepted
+    delta2_acceptance: jnp.ndarray
+    capacity_hits: jnp.ndarray     # births refused because the active set was full
+    beta_acceptance: jnp.ndarray   # beta_move="laplace": accepted / proposed collapsed tries
+    log_likelihood: jnp.ndarray    # (G,) log p(observation_g | f)
+
+
+MIL_STAT_FIELDS = MILInfo._fields
 
 
 def _psi_t(problem: "MILProblem") -> jnp.ndarray:
@@ -243,6 +262,11 @@ def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6)
 
 
 def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> MILState:
+    """``mil_step`` with the key carried in the state (``state.rng_key``; the new state carries the next one)."""
+    return mil_step(state.rng_key, state, problem, config)[0]
+
+
+def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILConfig) -> tuple[MILState, MILInfo]:
     """One blocked Gibbs sweep (Listing 4.1): {gamma, beta} then {delta2, Z}, with the optional rescaling move
     (``config.rescale``) of (Z, beta) between the two blocks and the optional Z-collapsed move of (beta, delta2)
     (``config.beta_move="laplace"``) before Z. Cost O(N K_max + changes x (N + K_max^2)), plus
@@ -250,7 +274,8 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
     move, Z is integrated out altogether: delta2 | beta and the collapsed move only (Z | beta if stored)."""
     if config.beta_move not in ("gibbs", "laplace"):
         raise ValueError(f"beta_move: {config.beta_move!r} is not 'gibbs' or 'laplace'")
-    key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(state.rng_key, 6)   # k_scale: the Gamma draws
+    # index 0 is the chain's next key (``driver.next_key``); k_scale: the Gamma draws
+    key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(key, 6)
     z = state.z
     hyper = _hyper(problem, config)
     if config.update_gamma:
@@ -297,12 +322,35 @@ def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> 
     else:
         z, z_acc, loglik = z_update(k_z, problem, f, z, config.z_sampler)
     gamma_acc = sel.accepted.astype(jnp.float64) / jnp.maximum(sel.proposals, 1)
-    return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
+    new = MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
                     aset=aset, beta_active=beta_active, delta2=delta2, z=z,
                     b_active=rows @ z, rng_key=key, gamma_acceptance=gamma_acc,
                     n_active=aset.count, z_acceptance=jnp.asarray(z_acc, jnp.float64),
                     delta2_acceptance=jnp.asarray(d2_acc, jnp.float64), capacity_hits=sel.capacity_hits,
                     log_likelihood=loglik, anchor=anchor, beta_acceptance=beta_acc)
+    return new, _info(new)
+
+
+def _info(state: MILState) -> MILInfo:
+    return MILInfo(*(getattr(state, f) for f in MIL_STAT_FIELDS))
+
+
+def build_mil_kernel(problem: MILProblem, config: MILConfig) -> Kernel:
+    """The sampler for ``zoo.inference.driver``: init (the thesis' start, ``init_mil_state``) and ``mil_step``."""
+    def init(key, num_warmup):
+        state = init_mil_state(key, problem, config)
+        return state, state.rng_key
+    return Kernel(init=init, step=lambda key, state: mil_step(key, state, problem, config))
+
+
+def mil_position(state: MILState, info: MILInfo) -> dict:
+    """The draw: gamma, beta, delta2, n_active (and z with ``store_z``)."""
+    return state.position
+
+
+def mil_draw(state: MILState, info: MILInfo) -> tuple[dict, dict]:
+    """The draw and the sweep's statistics by name (what ``sample_chunked`` keeps per draw)."""
+    return state.position, info._asdict()
 
 
 def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, config, hyper, chi_square_gamma):
@@ -325,45 +373,20 @@ def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, confi
     return beta_active, delta2, anchor, n_acc.astype(jnp.float64) / (1 + config.laplace_tries), groups
 
 
-class MILGibbs(MCMCKernel):
-    """Blocked Gibbs for the sparse kernel probit MIL models, driven by ``numpyro.infer.MCMC``.
+class MILGibbs(KernelMCMC):
+    """Blocked Gibbs for the sparse kernel probit MIL models under ``numpyro.infer.MCMC`` (``driver.KernelMCMC``).
 
     >>> kernel = MILGibbs(problem, MILConfig(capacity=40))
     >>> mcmc = MCMC(kernel, num_warmup=1000, num_samples=1000, num_chains=4, chain_method="vectorized")
-    >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=MILGibbs.stat_fields)
+    >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=MILGibbs.stat_fields)   # keys "info.<statistic>"
     The problem is fixed at construction; ``mcmc.run(key, problem=other)`` with ``MCMC(..., jit_model_args=True)``
     passes it as a traced argument instead (no large constants in the compiled program, reusable compilation).
     """
 
-    sample_field = "position"
-    stat_fields = ("gamma_acceptance", "n_active", "z_acceptance", "delta2_acceptance", "capacity_hits",
-                   "beta_acceptance", "log_likelihood")
+    stat_fields = tuple(f"info.{f}" for f in MIL_STAT_FIELDS)
 
     def __init__(self, problem: MILProblem, config: MILConfig = MILConfig()):
-        self.problem = problem
-        self.config = config
-        self._batched = False
-
-    def _problem(self, model_kwargs):
-        return (model_kwargs or {}).get("problem", self.problem)
-
-    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
-        problem = self._problem(model_kwargs)
-        init_one = lambda k: init_mil_state(k, problem, self.config)  # noqa: E731
-        self._batched = not is_prng_key(rng_key)
-        if self._batched:
-            return jax.vmap(init_one)(rng_key)
-        return init_one(rng_key)
-
-    def sample(self, state, model_args, model_kwargs):
-        problem = self._problem(model_kwargs)
-        step = lambda s: mil_gibbs_sweep(s, problem, self.config)  # noqa: E731
-        if self._batched:
-            return jax.vmap(step)(state)
-        return step(state)
-
-    def postprocess_fn(self, model_args, model_kwargs):
-        return identity
+        super().__init__(build_mil_kernel, config, problem, observe=mil_position)
 
     def get_diagnostics_str(self, state):
-        return f"active kernels {int(jnp.max(state.n_active))}"
+        return f"active kernels {int(jnp.max(state.info.n_active))}"

@@ -22,8 +22,9 @@ import numpyro.distributions as dist
 import optax
 from jax.scipy.special import gammaln
 
+from .driver import optimize_chunked
 from .topic_vi import (TopicVIState, cavi_iteration, dirichlet_expected_log, elbo, init_batched,
-                                    log_multinomial_coefficient, run_chunked, sparse_counts)
+                       log_multinomial_coefficient, sparse_counts)
 
 __all__ = ["HDPState", "stick_weights", "stick_proportions", "beta_objective", "optimize_sticks", "hdp_iteration",
            "hdp_elbo", "fit_stick_breaking", "STICK_LOGIT_BOUND"]
@@ -134,13 +135,16 @@ def fit_stick_breaking(keys: jax.Array, dense_modalities: Sequence[np.ndarray], 
                        init_stick_logits: jnp.ndarray, optimize_beta: bool = True, max_iter: int = 200,
                        tol: float = 1e-6, local_steps: int = 3, beta_steps: int = 25,
                        beta_learning_rate: float = 0.05, chunk: int = 10, seed_docs_per_factor: int = 2,
-                       progress_bar: bool = True) -> tuple[HDPState, np.ndarray]:
+                       progress: Callable | None = None, progress_bar: bool = False) -> tuple[HDPState, np.ndarray]:
     """MoM-HDP by truncated stick-breaking VI, one restart per key (``keys`` (C, 2)), vectorized over restarts.
 
     ``stick_prior`` is the distribution of each stick proportion u_k (the program's ``sticks`` site, e.g.
     Beta(1, alpha)); any scalar distribution on (0, 1) works since beta is optimized by gradient.
     With ``optimize_beta=False`` beta stays at ``init_stick_logits`` (then this is MoM-LDA with a = alpha_pi beta).
+    Chunks and ``progress`` as in ``topic_vi.fit_mean_field``.
     Returns the final state (leading axis C) and the ELBO trace (C, iterations)."""
+    if progress_bar:
+        raise ValueError("progress_bar: zoo.inference draws no progress bars; pass progress=<callback>")
     dense = [np.asarray(d, dtype=np.float64) for d in dense_modalities]
     modalities = tuple(sparse_counts(d) for d in dense)
     etas = tuple(jnp.asarray(e, dtype=jnp.float64) for e in etas)
@@ -153,6 +157,6 @@ def fit_stick_breaking(keys: jax.Array, dense_modalities: Sequence[np.ndarray], 
     state = HDPState(topic, jnp.broadcast_to(logits0, (keys.shape[0],) + logits0.shape))
     static = dict(local_steps=local_steps, beta_steps=beta_steps, beta_learning_rate=beta_learning_rate,
                   optimize_beta=optimize_beta, chunk=chunk)
-    return run_chunked(lambda s: _hdp_chunk_batched(s, modalities, etas, alpha_pi, log_coefficient, stick_prior,
-                                                    **static),
-                       state, max_iter=max_iter, tol=tol, chunk=chunk, progress_bar=progress_bar, desc="MoM-HDP VI")
+    return optimize_chunked(lambda s: _hdp_chunk_batched(s, modalities, etas, alpha_pi, log_coefficient,
+                                                         stick_prior, **static),
+                            state, max_iter=max_iter, tol=tol, chunk=chunk, progress=progress)

@@ -22,10 +22,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import digamma, gammaln, logsumexp
 
+from .driver import optimize_chunked
+
 __all__ = ["SparseCounts", "sparse_counts", "TopicVIState", "SuffStats", "dirichlet_expected_log", "e_step",
            "update_gamma", "update_lambda", "elbo", "elbo_explicit", "local_step", "cavi_iteration",
            "init_state", "infer_doc_topics", "token_topic_counts", "log_multinomial_coefficient",
-           "run_chunked", "fit_mean_field"]
+           "fit_mean_field"]
 
 
 class SparseCounts(NamedTuple):
@@ -234,37 +236,6 @@ def token_topic_counts(gamma: jnp.ndarray, log_phi: jnp.ndarray, data: SparseCou
     return jax.ops.segment_sum(data.count[:, None] * resp, group, num_segments=n_groups)
 
 
-def run_chunked(step_chunk: Callable, state, *, max_iter: int, tol: float, chunk: int,
-                progress_bar: bool, desc: str = "VI"):
-    """Drive a jitted ``step_chunk(state) -> (state, trace (chunk,))`` until ``max_iter`` iterations (rounded up to a
-    multiple of ``chunk``) or until the relative change of the objective over one iteration is below ``tol`` for
-    every restart (checked after every chunk).
-
-    The loop over chunks is Python (for the progress bar); each chunk is a ``lax.scan``.  Returns the final state
-    and the objective trace (..., iterations actually run)."""
-    n_chunks = max(1, -(-max_iter // chunk))
-    traces = []
-    bar = None
-    if progress_bar:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=n_chunks * chunk, desc=desc, leave=False)
-    for _ in range(n_chunks):
-        state, trace = step_chunk(state)
-        trace = np.asarray(trace)
-        traces.append(trace)
-        if bar is not None:
-            bar.update(chunk)
-            bar.set_postfix(elbo=f"{float(np.max(trace[..., -1])):.6g}")
-        full = np.concatenate(traces, axis=-1)
-        if full.shape[-1] >= 2:
-            last, prev = full[..., -1], full[..., -2]
-            if np.all(np.abs(last - prev) <= tol * np.abs(last)):
-                break
-    if bar is not None:
-        bar.close()
-    return state, np.concatenate(traces, axis=-1)
-
-
 def _lda_chunk(state: TopicVIState, modalities, prior_concentration, etas, log_coefficient, *, local_steps: int,
                chunk: int):
     def body(s, _):
@@ -284,10 +255,15 @@ def _lda_chunk_batched(state, modalities, prior_concentration, etas, log_coeffic
 def fit_mean_field(keys: jax.Array, dense_modalities: Sequence[np.ndarray], n_topics: int,
                    prior_concentration: jnp.ndarray, etas: Sequence[jnp.ndarray], *, max_iter: int = 200,
                    tol: float = 1e-6, local_steps: int = 3, chunk: int = 10, seed_docs_per_factor: int = 2,
-                   progress_bar: bool = True) -> tuple[TopicVIState, np.ndarray]:
-    """MoM-LDA by coordinate ascent, one restart per key (``keys`` (C, 2)), vectorized over restarts.
+                   progress: Callable | None = None, progress_bar: bool = False) -> tuple[TopicVIState, np.ndarray]:
+    """MoM-LDA by coordinate ascent, one restart per key (``keys`` (C, 2)), vectorized over restarts, in compiled
+    chunks of ``chunk`` iterations (``driver.optimize_chunked``: stops when the ELBO's relative change is below
+    ``tol``); ``progress(n_iterations, elbo (C, chunk))`` after every chunk (``progress_bar`` is no longer drawn
+    here: pass ``progress``).
 
     Returns the final state (leading axis C) and the ELBO trace (C, iterations)."""
+    if progress_bar:
+        raise ValueError("progress_bar: zoo.inference draws no progress bars; pass progress=<callback>")
     dense = [np.asarray(d, dtype=np.float64) for d in dense_modalities]
     modalities = tuple(sparse_counts(d) for d in dense)
     prior_concentration = jnp.asarray(prior_concentration, dtype=jnp.float64)
@@ -296,6 +272,6 @@ def fit_mean_field(keys: jax.Array, dense_modalities: Sequence[np.ndarray], n_to
     chunk = max(1, min(int(chunk), int(max_iter)))
 
     state = init_batched(keys, dense, n_topics, prior_concentration, etas, seed_docs_per_factor)
-    return run_chunked(lambda s: _lda_chunk_batched(s, modalities, prior_concentration, etas, log_coefficient,
-                                                    local_steps=local_steps, chunk=chunk), state,
-                       max_iter=max_iter, tol=tol, chunk=chunk, progress_bar=progress_bar, desc="MoM-LDA VI")
+    return optimize_chunked(lambda s: _lda_chunk_batched(s, modalities, prior_concentration, etas, log_coefficient,
+                                                         local_steps=local_steps, chunk=chunk), state,
+                            max_iter=max_iter, tol=tol, chunk=chunk, progress=progress)

@@ -17,7 +17,7 @@ from scipy import integrate, stats
 from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density, masked_matrix,
                                          niw_log_marginal, niw_posterior, sample_beta, sample_gamma,
                                          sample_masked_inverse_wishart, suffstats)
-from zoo._config import FAST_COMPILE_OPTIONS
+from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.models.feature_selection import FeatureSelectionNormal
 
 fast_jit = partial(jax.jit, compiler_options=FAST_COMPILE_OPTIONS)   # compile time dominates these tests

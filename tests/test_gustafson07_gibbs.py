@@ -18,8 +18,8 @@ import pytest
 from numpyro.handlers import condition, seed, trace
 
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
-from zoo._config import FAST_COMPILE_OPTIONS
-from zoo.inference.label_feature_gibbs import LabelFeatureGibbs, gibbs_sweep, init_state
+from zoo.inference.driver import FAST_COMPILE_OPTIONS, next_key
+from zoo.inference.label_feature_gibbs import LabelFeatureGibbs, gibbs_step, init_chain, init_state
 from zoo.inference.label_feature_state import BetaMixture, RegionProblem
 from zoo.models.feature_selection import (DeltaOmegaPrior, collapsed_log_density, concept_masks, coverage_ok,
                                           feature_selection_model)
@@ -33,6 +33,7 @@ P = 2
 fast_jit = partial(jax.jit, compiler_options=FAST_COMPILE_OPTIONS)
 # one compilation instead of dozens of eager ones
 _init_state = fast_jit(init_state, static_argnames=("variant",))
+_init_chain = fast_jit(init_chain, static_argnames=("variant",))
 
 
 def _problem(X, delta0=np.zeros(P), Omega0=np.eye(P)):
@@ -88,8 +89,7 @@ def test_fs_sweep_matches_brute_force_enumeration():
     freq = counts / counts.sum()
     assert 0.5 * np.abs(freq - exact).sum() < 0.04          # total variation
     # Rao-Blackwellized label probabilities (eq. 1 averaged over sweeps) against the exact marginals
-    last = mcmc.last_state
-    rb = np.asarray(last.proba_sum).sum(0) / np.asarray(last.n_kept).sum()
+    rb = np.asarray(samples["label_proba"]).mean((0, 1))
     exact_marg = np.zeros((4, 3))
     for (y, _), w in zip(states, exact):
         exact_marg[np.arange(4), list(y)] += w
@@ -186,21 +186,22 @@ def _test_functions(Y, M, alpha, delta, Omega, X):
 
 
 @fast_jit
-def _successive_scan(problem, state, X, keys):
-    """Successive-conditional simulator: X | theta from the program, then one collapsed sweep theta | X."""
+def _successive_scan(problem, state, chain_key, X, keys):
+    """Successive-conditional simulator: X | theta from the program, then one collapsed sweep theta | X (the sweep's
+    keys from ``chain_key`` as the driver makes them)."""
     args = (jnp.asarray(ALLOWED), jnp.asarray(IMAGE_INDEX), jnp.asarray(KEYWORDS))
 
     def step(carry, k):
-        state, X = carry
+        state, chain_key, X = carry
         fixed = {"Y": state.Y, "M": state.M[1:].astype(jnp.float64), "alpha": state.alpha, "delta": state.delta,
                  "Omega": state.Omega}
         tr = trace(seed(condition(feature_selection_model, fixed), k)).get_trace(*args, **_program_kwargs())
         X = tr["X"]["value"]
-        state = gibbs_sweep(problem._replace(X=X), "cvfs", state)
+        state, _ = gibbs_step(chain_key, state, problem._replace(X=X), "cvfs")
         g = _test_functions(state.Y, state.M[1:].astype(jnp.float64), state.alpha, state.delta, state.Omega, X)
-        return (state, X), g
+        return (state, next_key(chain_key), X), g
 
-    return jax.lax.scan(step, (state, X), keys)[1]
+    return jax.lax.scan(step, (state, chain_key, X), keys)[1]
 
 
 def _successive_chain(key, start, n_iter):
@@ -209,12 +210,13 @@ def _successive_chain(key, start, n_iter):
     problem = _problem(start["X"])._replace(flips_per_sweep=jnp.asarray(P + 1), systematic_scan=jnp.asarray(True),
                                             joint_moves=jnp.asarray(1), omega_steps=jnp.asarray(2),
                                             omega_dof=jnp.asarray(2.0 * 4 + P + 1))
-    state = _init_state(problem, variant="cvfs", key=key)
+    state, chain_key = _init_chain(problem, variant="cvfs", key=key)
     state = state._replace(Y=jnp.asarray(start["Y"]), M=jnp.concatenate([jnp.zeros((1, P), bool),
                                                                           jnp.asarray(start["M"], bool)]),
                            alpha=jnp.asarray(start["alpha"]), delta=jnp.asarray(start["delta"]),
                            Omega=jnp.asarray(start["Omega"]))
-    return np.asarray(_successive_scan(problem, state, jnp.asarray(start["X"]), jax.random.split(key, n_iter)))
+    return np.asarray(_successive_scan(problem, state, chain_key, jnp.asarray(start["X"]),
+                                       jax.random.split(key, n_iter)))
 
 
 def _batch_se(g, n_batches=50):

@@ -19,7 +19,7 @@ import pytest
 from numpyro.infer import Predictive
 
 import zoo  # noqa: F401
-from zoo._config import FAST_COMPILE_OPTIONS
+from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.mil_gibbs import MILConfig, MILProblem, init_mil_state, mil_gibbs_sweep, state_from_position
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import LABEL_FREE, gram_matrix, group_label_from_signs, kernel_mil_program

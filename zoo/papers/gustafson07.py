@@ -24,7 +24,7 @@ import numpyro.distributions as dist
 import zoo.data.gustafson07  # noqa: F401  (registers the synthetic data sets)
 from zoo.data.containers import AnnotatedRegions
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
-from zoo._config import FAST_COMPILE_OPTIONS
+from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.label_feature_gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
 from zoo.inference.label_feature_state import BetaMixture, RegionProblem
 from zoo.models.feature_selection import DeltaOmegaPrior, default_alpha_prior, feature_selection_model
@@ -274,10 +274,15 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega", "accept_joint", "accept_Omega"]
     names += ["alpha", "delta", "Omega"] if variant == "cvfs" else []
     names += ["label_proba"] if keep_label_proba else []
-    draws, last = run_gibbs(problem, variant, jax.random.PRNGKey(seed), num_chains=num_chains,
-                            num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, collect=names,
-                            progress_bar=progress_bar)
-    rb = np.asarray(last.proba_sum).sum(0) / max(int(np.asarray(last.n_kept).sum()), 1)
+    from tqdm.auto import tqdm
+    with tqdm(total=num_warmup + num_samples, desc=f"{variant} collapsed Gibbs", disable=not progress_bar,
+              leave=False) as bar:
+        draws, result = run_gibbs(problem, variant, jax.random.PRNGKey(seed), num_chains=num_chains,
+                                  num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, collect=names,
+                                  progress=bar.update)
+    # the Rao-Blackwellized label probabilities: eq. 1 averaged over every sampling sweep of every chain
+    rb = np.asarray(result.running).sum(0) / max(num_chains * result.n_running, 1)
+    last = result.last
     idata = _to_idata(draws, variant, data, arrays, rb)
     headline = {"full": ["n_relevant"], "fs": ["M", "n_relevant"], "cvfs": ["M", "alpha", "n_relevant"]}[variant]
     state = dict(problem=problem, variant=variant, arrays=arrays, label_proba=rb,

@@ -18,7 +18,6 @@ family switches delta2 to a random-walk Metropolis step).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import warnings
 from typing import Any
 
@@ -29,11 +28,11 @@ import numpyro.distributions as dist
 from jax.scipy.special import log_ndtr
 from numpyro.infer import MCMC
 
-from zoo._config import FAST_COMPILE_OPTIONS
 from zoo.data.containers import Bags
 from zoo.data import mil as _mil_data  # noqa: F401  (registers the loaders)
-from zoo.inference.mil_gibbs import (MILConfig, MILGibbs, MILHyper, MILProblem, init_mil_state, mil_gibbs_sweep,
-                                    mixed_groups)
+from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, over_chains, run_chunk, sample_chunked
+from zoo.inference.mil_gibbs import (MILConfig, MILGibbs, MILHyper, MILProblem, MILState, build_mil_kernel, mil_draw,
+                                     mixed_groups)
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
                                    LABEL_POSITIVE, gram_matrix, kernel_mil_program)
@@ -41,7 +40,8 @@ from zoo.priors import require_family
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
-__all__ = ["MILPrediction", "MILPrepared", "prepare", "program_kwargs", "predict", "VARIANTS"]
+__all__ = ["MILPrediction", "MILPrepared", "prepare", "program_kwargs", "predict", "mil_config", "mil_problem",
+           "mil_hyper", "advance_chains", "VARIANTS", "CHUNK"]
 
 VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
 _PAPER = "Kueck 2004"
@@ -212,20 +212,20 @@ def program_kwargs(spec, data) -> dict:
                 chi=spec.options["chi"], prior_tau=spec.priors["tau"], prior_delta2=spec.priors["delta2"])
 
 
-def _config(spec, prep: MILPrepared, z_sampler: str, store_z: bool) -> MILConfig:
+def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool = False) -> MILConfig:
     """The static settings (compiled into the sampler). The conjugate prior settings travel with the problem
-    (``_hyper``), so swapping them reuses the compiled code; a non-conjugate delta2 prior is a static density."""
+    (``mil_hyper``), so swapping them reuses the compiled code; a non-conjugate delta2 prior is a static density."""
     require_family(spec.priors, "tau", (dist.Beta,))
     d2 = spec.priors["delta2"]
     m = prep.psi.shape[1]
     config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z)
     if isinstance(d2, dist.InverseGamma):
         return config
-    # non-conjugate prior: random-walk Metropolis on log delta2 (started at the prior median, see _hyper)
+    # non-conjugate prior: random-walk Metropolis on log delta2 (started at the prior median, see mil_hyper)
     return config._replace(delta2_log_prob=d2.log_prob)
 
 
-def _hyper(spec) -> MILHyper:
+def mil_hyper(spec) -> MILHyper:
     """Traced prior settings: Beta(a, b) on tau, IG(alpha0, beta0) on delta2 (started at its mode) or, for any
     other delta2 prior, a start at its median (estimated from 2001 prior draws, seed 0)."""
     tau = require_family(spec.priors, "tau", (dist.Beta,))
@@ -239,11 +239,23 @@ def _hyper(spec) -> MILHyper:
     return MILHyper(*(jnp.asarray(float(v)) for v in (tau.concentration1, tau.concentration0, alpha0, beta0, init)))
 
 
-def _problem(prep: MILPrepared, spec) -> MILProblem:
+def mil_problem(spec, data) -> MILProblem:
+    """The sampler's arrays for ``data`` (Bags, or what ``prepare`` made of them) and the spec's priors."""
+    prep = data if isinstance(data, MILPrepared) else prepare(spec, data)
     return MILProblem(psi=jnp.asarray(prep.psi), gram=jnp.asarray(prep.gram), psi_t=jnp.asarray(prep.psi.T),
                       layout=GroupLayout(*(jnp.asarray(a) for a in prep.layout)), kind=jnp.asarray(prep.kind),
                       log_weight=None if prep.log_weight is None else jnp.asarray(prep.log_weight),
-                      ridge=jnp.asarray(prep.ridge), dp_groups=_dp_groups(prep), hyper=_hyper(spec))
+                      ridge=jnp.asarray(prep.ridge), dp_groups=_dp_groups(prep), hyper=mil_hyper(spec))
+
+
+def _config(spec, prep: MILPrepared, z_sampler: str, store_z: bool) -> MILConfig:
+    """The former private name of ``mil_config`` (zoo.experiments.kueck04 still calls it)."""
+    return mil_config(spec, prep, z_sampler, store_z)
+
+
+def _problem(prep: MILPrepared, spec) -> MILProblem:
+    """The former private name of ``mil_problem``, arguments the other way round (zoo.experiments.kueck04)."""
+    return mil_problem(spec, prep)
 
 
 def _dp_groups(prep: MILPrepared):
@@ -253,80 +265,59 @@ def _dp_groups(prep: MILPrepared):
 
 #: draws per compiled chunk of the default driver (the progress bar moves between chunks)
 CHUNK = 100
-#: FAST_COMPILE_OPTIONS (zoo._config) compiles the sweep in about half the time but runs it ~5x slower; the
-#: driver picks it for short runs (chains x sweeps x instances below this), where compilation dominates
+#: FAST_COMPILE_OPTIONS (zoo.inference.driver) compiles the sweep in about half the time but runs it ~5x slower;
+#: the driver picks it for short runs (chains x sweeps x instances below this), where compilation dominates
 FAST_COMPILE_BELOW = 500_000
 
 
-def _advance_fn(states, problem: MILProblem, n_run, config: MILConfig, chunk: int, thinning: int,
-                chain_method: str = "vectorized"):
-    """Run every chain (leading axis of ``states``) ``n_run`` (traced, <= ``chunk``) steps of ``thinning``
-    sweeps, keeping the position and statistics after each step: (states, (positions, stats)) with a draw axis
-    of length ``chunk``; steps past ``n_run`` leave the state alone and their rows are to be dropped. One
-    compilation per shapes and settings serves warm-up and sampling of any length, across fits (priors are
-    traced, see ``_hyper``). ``chain_method``: "vectorized" (vmap) or "sequential" (lax.map, one chain after the
-    other inside the compiled chunk: faster on a CPU, where vmap turns the sweep's branches into selects)."""
-    def sweeps(s):
-        return jax.lax.fori_loop(0, thinning, lambda i, t: mil_gibbs_sweep(t, problem, config), s)
+def advance_chains(states: MILState, problem: MILProblem, n_run, config: MILConfig, chunk: int = CHUNK,
+                   thinning: int = 1, chain_method: str = "vectorized", compiler_options=None):
+    """Run every chain (leading axis of ``states``, keys in ``states.rng_key``) ``n_run`` (<= ``chunk``) steps of
+    ``thinning`` sweeps, keeping the position and statistics after each step: (states, (positions, stats)) with a
+    draw axis of length ``chunk``; rows past ``n_run`` are to be dropped. One compilation per shapes and settings
+    (``driver.sample_chunked``'s chunk), across fits: priors are traced, see ``mil_hyper``."""
+    carry, observed = run_chunk(build_mil_kernel, config, problem, ChainCarry(states, states.rng_key, ()), n_run,
+                                observe=mil_draw, chunk=chunk, thinning=thinning, chain_method=chain_method,
+                                compiler_options=compiler_options)
+    return carry.state, observed
 
-    def chain(state):
-        def step(s, i):
-            s = jax.lax.cond(i < n_run, sweeps, lambda t: t, s)    # same predicate for every chain: a real branch
-            return s, (s.position, {f: getattr(s, f) for f in MILGibbs.stat_fields})
-        return jax.lax.scan(step, state, jnp.arange(chunk))
-    if chain_method == "sequential":
-        return jax.lax.map(chain, states)
-    return _over_chains(chain, states)
+
+def _advance(states, problem, n_run, config, chunk, thinning, chain_method="vectorized"):
+    """The former private name of ``advance_chains`` (zoo.experiments.kueck04 still calls it)."""
+    return advance_chains(states, problem, n_run, config, chunk, thinning, chain_method)
 
 
 def _over_chains(fn, states):
-    """``jax.vmap(fn)(states)``, except for a single chain: vmap turns every lax.cond of the sweep into a select
-    that runs both branches (and batches its while loops), which costs a lone chain about half its speed."""
-    if jax.tree_util.tree_leaves(states)[0].shape[0] == 1:
-        return jax.tree_util.tree_map(lambda x: x[None], fn(jax.tree_util.tree_map(lambda x: x[0], states)))
-    return jax.vmap(fn)(states)
+    """``driver.over_chains`` with vectorized chains (the former private helper; zoo.experiments.kueck04)."""
+    return over_chains(fn, states, "vectorized")
 
 
-_advance = jax.jit(_advance_fn, static_argnames=("config", "chunk", "thinning", "chain_method"))
-_advance_fast_compile = jax.jit(_advance_fn, static_argnames=("config", "chunk", "thinning", "chain_method"),
-                                compiler_options=FAST_COMPILE_OPTIONS)
-
-
-@functools.partial(jax.jit, static_argnames=("config",), compiler_options=FAST_COMPILE_OPTIONS)
-def _init_chains(keys, problem: MILProblem, config: MILConfig):
-    return jax.vmap(lambda k: init_mil_state(k, problem, config))(keys)
+def _tqdm_progress(total: int, desc: str, enabled: bool):
+    """A tqdm bar and the driver's progress callback that moves it."""
+    from tqdm.auto import tqdm
+    bar = tqdm(total=total, desc=desc, disable=not enabled, leave=False)
+    return bar, bar.update
 
 
 def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar,
                  fast_compile=None, chain_method="vectorized"):
-    """The default driver: all chains vectorized (vmap), warm-up then sampling in chunks of compiled sweeps
-    with a progress bar between chunks. ``fast_compile`` (None: by run length, ``FAST_COMPILE_BELOW``) compiles
+    """The default driver (``driver.sample_chunked``): warm-up then sampling in chunks of compiled sweeps with a
+    progress bar between chunks. ``fast_compile`` (None: by run length, ``FAST_COMPILE_BELOW``) compiles
     without XLA's backend optimization. Returns (samples, stats, last_state), arrays (chain, draw, ...)."""
-    from tqdm.auto import tqdm
     total = num_warmup + num_samples * thinning
     if fast_compile is None:
         fast_compile = num_chains * total * problem.psi.shape[0] < FAST_COMPILE_BELOW
-    advance = _advance_fast_compile if fast_compile else _advance
-    states = _init_chains(jax.random.split(jax.random.PRNGKey(seed), num_chains), problem, config)
-    bar = tqdm(total=total, desc="blocked Gibbs", disable=not progress_bar, leave=False)
-    done = 0
-    while done < num_warmup:
-        n = min(CHUNK, num_warmup - done)
-        states, _ = advance(states, problem, n, config, CHUNK, 1, chain_method)
-        done += n
-        bar.update(n)
-    pieces = []
-    remaining = num_samples
-    while remaining > 0:
-        n = min(CHUNK, remaining)
-        states, out = advance(states, problem, n, config, CHUNK, thinning, chain_method)
-        pieces.append(jax.tree_util.tree_map(lambda x: x[:, :n], jax.device_get(out)))
-        remaining -= n
-        bar.update(n * thinning)
-    bar.close()
-    positions = {k: np.concatenate([p[0][k] for p in pieces], axis=1) for k in pieces[0][0]}
-    stats = {k: np.concatenate([p[1][k] for p in pieces], axis=1) for k in pieces[0][1]}
-    return positions, stats, states
+    bar, progress = _tqdm_progress(total, "blocked Gibbs", progress_bar)
+    try:
+        result = sample_chunked(build_mil_kernel, config, problem,
+                                jax.random.split(jax.random.PRNGKey(seed), num_chains), num_warmup=num_warmup,
+                                num_sampling_sweeps=num_samples * thinning, observe=mil_draw, thinning=thinning,
+                                chunk=CHUNK, chain_method=chain_method, progress=progress,
+                                compiler_options=FAST_COMPILE_OPTIONS if fast_compile else None)
+    finally:
+        bar.close()
+    positions, stats = result.draws
+    return positions, stats, result.last.state
 
 
 def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar,
@@ -337,8 +328,8 @@ def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, 
                 jit_model_args=True)
     mcmc.run(jax.random.PRNGKey(seed), problem=problem, extra_fields=MILGibbs.stat_fields)
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    stats = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
-    return samples, stats, mcmc.last_state
+    stats = {k.removeprefix("info."): np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    return samples, stats, mcmc.last_state.state
 
 
 def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar, chain_method,
@@ -358,9 +349,9 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
         if not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name}: expected an int >= {low}, got {value!r}")
     prep = prepare(spec, data)
-    config = _config(spec, prep, z_sampler, store_z)._replace(rescale=bool(rescale), beta_move=beta_move,
+    config = mil_config(spec, prep, z_sampler, store_z)._replace(rescale=bool(rescale), beta_move=beta_move,
                                                                laplace_tries=int(laplace_tries))
-    problem = _problem(prep, spec)
+    problem = mil_problem(spec, prep)
     settings = dict(seed=seed, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
                     thinning=thinning, progress_bar=progress_bar)
     if driver == "chunked":

@@ -9,6 +9,7 @@ test-time VI on the visual words alone (Sec. 2.7); metrics and the paper's basel
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 
@@ -188,6 +189,31 @@ def _keys(seed, num_chains):
     return jax.random.split(jax.random.PRNGKey(seed), int(num_chains))
 
 
+@contextlib.contextmanager
+def _elbo_progress(enabled: bool, total: int, desc: str):
+    """A tqdm bar (up to ``total`` iterations, the best restart's ELBO beside it) and the driver's progress
+    callback that moves it (``driver.optimize_chunked``)."""
+    if not enabled:
+        yield None
+        return
+    from tqdm.auto import tqdm
+    bar = tqdm(total=total, desc=desc, leave=False)
+
+    def progress(n_iterations, elbo):
+        bar.update(n_iterations)
+        bar.set_postfix(elbo=f"{float(np.max(elbo[..., -1])):.6g}")
+    try:
+        yield progress
+    finally:
+        bar.close()
+
+
+def _bar_total(max_iter, chunk) -> int:
+    """Iterations the VI loop runs at most: ``max_iter`` rounded up to whole chunks (as in optimize_chunked)."""
+    chunk = max(1, min(int(chunk), int(max_iter)))
+    return max(1, -(-int(max_iter) // chunk)) * chunk
+
+
 def _loop_options(max_iter, tol, local_steps):
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter: expected a positive int, got {max_iter!r}")
@@ -216,10 +242,11 @@ def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
     keys = _keys(seed, num_chains)
     k = spec.options["n_topics"]
     alpha = mt.dirichlet_concentration(spec.priors["pi"], k, "pi")
-    state, trace = topic_vi.fit_mean_field(keys, [data.words, data.visual_words], k, alpha, _etas(spec.priors, data),
-                                           max_iter=int(max_iter), tol=float(tol), local_steps=int(local_steps),
-                                           chunk=int(chunk), seed_docs_per_factor=int(seed_docs_per_factor),
-                                           progress_bar=progress_bar)
+    with _elbo_progress(progress_bar, _bar_total(max_iter, chunk), "MoM-LDA VI") as progress:
+        state, trace = topic_vi.fit_mean_field(keys, [data.words, data.visual_words], k, alpha,
+                                               _etas(spec.priors, data), max_iter=int(max_iter), tol=float(tol),
+                                               local_steps=int(local_steps), chunk=int(chunk),
+                                               seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
     return _make_fit(spec, data, "mean_field_vi", state, np.asarray(alpha), trace)
 
 
@@ -245,11 +272,12 @@ def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
         rest = 1.0 - np.concatenate([[0.0], np.cumsum(fixed)[:-1]])
         u0 = jnp.asarray(np.clip(fixed[:-1] / rest[:-1], 1e-12, 1 - 1e-12))
     logits0 = jnp.log(u0) - jnp.log1p(-u0)
-    state, trace = sbvi.fit_stick_breaking(
-        keys, [data.words, data.visual_words], k, _etas(spec.priors, data), alpha_pi, stick_prior,
-        init_stick_logits=logits0, optimize_beta=fixed_beta is None, max_iter=int(max_iter), tol=float(tol),
-        local_steps=int(local_steps), beta_steps=int(beta_steps), beta_learning_rate=float(beta_learning_rate),
-        chunk=int(chunk), seed_docs_per_factor=int(seed_docs_per_factor), progress_bar=progress_bar)
+    with _elbo_progress(progress_bar, _bar_total(max_iter, chunk), "MoM-HDP VI") as progress:
+        state, trace = sbvi.fit_stick_breaking(
+            keys, [data.words, data.visual_words], k, _etas(spec.priors, data), alpha_pi, stick_prior,
+            init_stick_logits=logits0, optimize_beta=fixed_beta is None, max_iter=int(max_iter), tol=float(tol),
+            local_steps=int(local_steps), beta_steps=int(beta_steps), beta_learning_rate=float(beta_learning_rate),
+            chunk=int(chunk), seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
     beta = np.asarray(jax.vmap(sbvi.stick_weights)(state.stick_logits))
     return _make_fit(spec, data, "stick_breaking_vi", state.topic, alpha_pi * beta, trace, beta=beta)
 

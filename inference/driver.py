@@ -1,0 +1,298 @@
+"""One chunked driver for the zoo's custom samplers and coordinate-ascent optimizers, in BlackJAX's shape.
+
+A kernel is built by ``build_kernel(problem, config) -> Kernel(init, step)``:
+
+* ``init(key, num_warmup) -> (state, key)``: a chain's first state, and the key of its first step (what ``init``
+  left unused). ``num_warmup`` is for kernels that adapt during warm-up on their own schedule (traced).
+* ``step(key, state) -> (state, info)``: one sweep, states and infos NamedTuples (or pytrees), nothing hidden.
+  A step draws from ``jax.random.split(key, n)[1:]``; index 0 is the key of the chain's next step (the driver's,
+  ``next_key``). Why this convention rather than BlackJAX's ``key, step_key = split(key)``: it is the random
+  stream the zoo's samplers had when each carried its key in its state, so their draws did not change
+  (tests/test_golden_draws.py); with JAX's partitionable threefry ``split(key, n)[0]`` does not depend on n.
+
+``problem`` holds the data as arrays and is traced (data of the same shapes reuse one compilation); ``config``
+holds the static settings and, like ``build_kernel``, must be hashable (a NamedTuple of Python values).
+
+``sample_chunked`` runs chains (a leading axis of every state) through warm-up and sampling in compiled chunks
+(a ``lax.scan`` inside a jitted function reused for every chunk), keeps ``observe(state, info)`` of one sweep in
+every ``thinning``, sums ``accumulate(state, info)`` over every sampling sweep (Rao-Blackwell averages: the sums
+live in the driver's carry, not in the kernel's state) and reports progress to a callback between chunks.
+``optimize_chunked`` runs deterministic steps (coordinate ascent) in the same chunks until a tolerance.
+``KernelMCMC`` runs any such kernel under ``numpyro.infer.MCMC``.
+
+Nothing here imports the zoo's user layer: progress bars, options and defaults belong to the caller.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro.infer.mcmc import MCMCKernel
+
+__all__ = ["FAST_COMPILE_OPTIONS", "CHAIN_METHODS", "Kernel", "ChainCarry", "SampleResult", "next_key",
+           "no_running_sums", "init_chains", "run_chunk", "sample_chunked", "optimize_chunked", "over_chains",
+           "KernelMCMC", "KernelMCMCState"]
+
+#: ``jax.jit(..., compiler_options=FAST_COMPILE_OPTIONS)``: XLA without its backend optimization compiles a
+#: sampler sweep in about half the time and runs it 1.5-5x slower. The samplers' callers pick it for short runs
+#: (each with a threshold on its own work measure), where compilation is most of the wall time; tests use it too.
+FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
+
+#: "sequential": the chains one after another inside the compiled chunk (``lax.map``); "vectorized": ``vmap``.
+#: A device-parallel method would shard the leading chain axis of the carry (``over_chains`` is the one place).
+CHAIN_METHODS = ("sequential", "vectorized")
+
+
+class Kernel(NamedTuple):
+    """``init(key, num_warmup) -> (state, key)``, ``step(key, state) -> (state, info)`` (see the module doc)."""
+    init: Callable
+    step: Callable
+
+
+class ChainCarry(NamedTuple):
+    """What the driver carries per chain: the kernel's state, the key of the next step, the running sums."""
+    state: Any
+    key: jax.Array
+    running: Any
+
+
+class SampleResult(NamedTuple):
+    """draws: ``observe``'s pytree with numpy leaves (chain, draw, ...); running: ``accumulate``'s sums over the
+    sampling sweeps (chain, ...); n_running: sampling sweeps per chain (the sums' count); last: the chains'
+    ChainCarry after the last sweep (leading chain axis)."""
+    draws: Any
+    running: Any
+    n_running: int
+    last: ChainCarry
+
+
+def next_key(key: jax.Array) -> jax.Array:
+    """The key of a chain's next step: index 0 of the current step key's split (see the module doc)."""
+    return jax.random.split(key)[0]
+
+
+def no_running_sums(state, info):
+    """``accumulate`` for kernels with nothing to average over the sampling sweeps."""
+    return ()
+
+
+def over_chains(fn: Callable, carry, chain_method: str):
+    """``fn`` applied to every chain of ``carry`` (leading axis). "sequential": ``lax.map``; "vectorized": ``vmap``,
+    except for a single chain: vmap turns every ``lax.cond`` of a sweep into a select that runs both branches
+    (and batches its while loops), which costs a lone chain about half its speed."""
+    if chain_method == "sequential":
+        return jax.lax.map(fn, carry)
+    if chain_method != "vectorized":
+        raise ValueError(f"chain_method: {chain_method!r} is not one of {', '.join(CHAIN_METHODS)}")
+    if jax.tree_util.tree_leaves(carry)[0].shape[0] == 1:
+        return jax.tree_util.tree_map(lambda x: x[None], fn(jax.tree_util.tree_map(lambda x: x[0], carry)))
+    return jax.vmap(fn)(carry)
+
+
+def _init_chains_fn(problem, keys, num_warmup, *, build_kernel, config, accumulate):
+    kernel = build_kernel(problem, config)
+
+    def one(key):
+        state, key = kernel.init(key, num_warmup)
+        shapes = jax.eval_shape(lambda: accumulate(*kernel.step(key, state)))
+        running = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        return ChainCarry(state, key, running)
+    return jax.vmap(one)(keys)
+
+
+_STATIC_INIT = ("build_kernel", "config", "accumulate")
+_init_chains_jit = jax.jit(_init_chains_fn, static_argnames=_STATIC_INIT, compiler_options=FAST_COMPILE_OPTIONS)
+
+
+def init_chains(build_kernel: Callable, config, problem, keys: jax.Array, num_warmup: int = 0,
+                accumulate: Callable = no_running_sums) -> ChainCarry:
+    """One chain per key (``keys`` (C, 2)): their ChainCarry with a leading chain axis. Compiled without XLA's
+    backend optimization: it runs once per fit."""
+    return _init_chains_jit(problem, keys, jnp.asarray(num_warmup), build_kernel=build_kernel, config=config,
+                            accumulate=accumulate)
+
+
+def _chunk_fn(problem, carry: ChainCarry, n_run, sampling, *, build_kernel, config, observe, accumulate, chunk,
+              thinning, keep_index, chain_method):
+    """``chunk`` steps of ``thinning`` sweeps for every chain; sweep j of step i runs when i * thinning + j < n_run
+    (traced: one compilation serves every chunk, warm-up and sampling; the predicate is the same for every chain,
+    so it stays a real branch under vmap). ``observe`` is taken after sweep ``keep_index`` of each step; the running
+    sums grow only while ``sampling`` (traced). Returns (carry, observations with a draw axis of ``chunk``)."""
+    kernel = build_kernel(problem, config)
+
+    def sweep(c: ChainCarry):
+        state, info = kernel.step(c.key, c.state)
+        running = jax.tree_util.tree_map(lambda r, a: r + jnp.where(sampling, a, jnp.zeros_like(a)), c.running,
+                                         accumulate(state, info))
+        return ChainCarry(state, next_key(c.key), running), info
+
+    def guarded(index, c):
+        return jax.lax.cond(index < n_run, lambda t: sweep(t)[0], lambda t: t, c)
+
+    def one_chain(c0: ChainCarry):
+        info_shape = jax.eval_shape(lambda: sweep(c0)[1])
+        blank_info = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info_shape)
+
+        def step(c, i):
+            first = i * thinning
+            c = jax.lax.fori_loop(0, keep_index, lambda j, t: guarded(first + j, t), c) if keep_index else c
+            c, info = jax.lax.cond(first + keep_index < n_run, sweep, lambda t: (t, blank_info), c)
+            observed = observe(c.state, info)
+            rest = thinning - 1 - keep_index
+            if rest:
+                c = jax.lax.fori_loop(0, rest, lambda j, t: guarded(first + keep_index + 1 + j, t), c)
+            return c, observed
+        return jax.lax.scan(step, c0, jnp.arange(chunk))
+    return over_chains(one_chain, carry, chain_method)
+
+
+_STATIC_CHUNK = ("build_kernel", "config", "observe", "accumulate", "chunk", "thinning", "keep_index",
+                 "chain_method")
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_chunk(compiler_options: Optional[tuple]):
+    """The jitted chunk for a set of compiler options (one jit per set, so its compilation cache is kept)."""
+    return jax.jit(_chunk_fn, static_argnames=_STATIC_CHUNK,
+                   compiler_options=None if compiler_options is None else dict(compiler_options))
+
+
+def _options_key(compiler_options: Optional[dict]) -> Optional[tuple]:
+    return None if compiler_options is None else tuple(sorted(compiler_options.items()))
+
+
+def run_chunk(build_kernel: Callable, config, problem, carry: ChainCarry, n_run, *, observe: Callable,
+              accumulate: Callable = no_running_sums, sampling: bool = True, chunk: int = 100, thinning: int = 1,
+              keep_index: Optional[int] = None, chain_method: str = "sequential",
+              compiler_options: Optional[dict] = None):
+    """One compiled chunk: ``chunk`` groups of ``thinning`` sweeps of every chain of ``carry``, the first ``n_run``
+    sweeps applied (the rest leave the chains alone). Returns (carry, observations (chain, chunk, ...)), rows of
+    groups whose kept sweep (``keep_index``, default the last) did not run to be dropped. ``sample_chunked`` is
+    the loop over these; this is for callers that drive the chunks themselves."""
+    keep_index = thinning - 1 if keep_index is None else int(keep_index)
+    jitted = _compiled_chunk(_options_key(compiler_options))
+    return jitted(problem, carry, jnp.asarray(n_run), jnp.asarray(sampling), build_kernel=build_kernel,
+                  config=config, observe=observe, accumulate=accumulate, chunk=int(chunk), thinning=int(thinning),
+                  keep_index=keep_index, chain_method=chain_method)
+
+
+def sample_chunked(build_kernel: Callable, config, problem, keys: jax.Array, *, num_warmup: int,
+                   num_sampling_sweeps: int, observe: Callable, accumulate: Callable = no_running_sums,
+                   thinning: int = 1, keep_index: Optional[int] = None, chunk: int = 100,
+                   chain_method: str = "sequential", compiler_options: Optional[dict] = None,
+                   progress: Optional[Callable[[int], None]] = None, carry: Optional[ChainCarry] = None
+                   ) -> SampleResult:
+    """Run one chain per key through ``num_warmup`` warm-up sweeps and ``num_sampling_sweeps`` sampling sweeps.
+
+    Of each group of ``thinning`` sampling sweeps, ``observe(state, info)`` is kept after sweep ``keep_index``
+    (default ``thinning - 1``, the group's last, as NumPyro; 0 keeps the first, so a trailing partial group still
+    gives a draw). ``accumulate(state, info)`` is summed over every sampling sweep. ``observe`` and ``accumulate``,
+    like ``build_kernel`` and ``config``, are static: pass module-level functions or hashable callables, so that a
+    second fit reuses the compilation. A compiled chunk runs ``chunk`` groups; ``progress(n_sweeps)`` is called
+    after each chunk. ``compiler_options``: XLA options of the chunk (e.g. FAST_COMPILE_OPTIONS for short runs).
+    ``carry``: chains to continue (from a SampleResult's ``last``) instead of starting from ``keys``."""
+    if chain_method not in CHAIN_METHODS:
+        raise ValueError(f"chain_method: {chain_method!r} is not one of {', '.join(CHAIN_METHODS)}")
+    keep_index = thinning - 1 if keep_index is None else int(keep_index)
+    if not 0 <= keep_index < thinning:
+        raise ValueError(f"keep_index: expected 0 <= keep_index < thinning = {thinning}, got {keep_index}")
+    if carry is None:
+        carry = init_chains(build_kernel, config, problem, keys, num_warmup, accumulate)
+    settings = dict(observe=observe, accumulate=accumulate, chunk=chunk, thinning=thinning, keep_index=keep_index,
+                    chain_method=chain_method, compiler_options=compiler_options)
+    per_chunk = int(chunk) * int(thinning)
+    pieces = []
+    for n_sweeps, sampling in ((num_warmup, False), (num_sampling_sweeps, True)):
+        done = 0
+        while done < n_sweeps:
+            n_run = min(per_chunk, n_sweeps - done)
+            carry, observed = run_chunk(build_kernel, config, problem, carry, n_run, sampling=sampling, **settings)
+            if sampling:
+                rows = max(0, -(-(n_run - keep_index) // thinning))   # groups whose kept sweep ran
+                pieces.append(jax.tree_util.tree_map(lambda x: x[:, :rows], jax.device_get(observed)))
+            done += n_run
+            if progress is not None:
+                progress(n_run)
+    draws = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=1), *pieces) if pieces else None
+    return SampleResult(draws=draws, running=carry.running, n_running=int(num_sampling_sweeps), last=carry)
+
+
+def optimize_chunked(run_chunk: Callable, state, *, max_iter: int, tol: float, chunk: int,
+                     progress: Optional[Callable[[int, np.ndarray], None]] = None):
+    """Drive a jitted ``run_chunk(state) -> (state, objective (..., chunk))`` (``chunk`` deterministic iterations of
+    every restart, e.g. ``lax.scan`` under vmap) until ``max_iter`` iterations (rounded up to a multiple of
+    ``chunk``) or until the relative change of the objective over one iteration is below ``tol`` for every
+    restart (checked after every chunk). ``progress(n_iterations, objective of the chunk)`` after each chunk.
+    Returns the final state and the objective trace (..., iterations actually run)."""
+    n_chunks = max(1, -(-max_iter // chunk))
+    traces = []
+    for _ in range(n_chunks):
+        state, trace = run_chunk(state)
+        trace = np.asarray(trace)
+        traces.append(trace)
+        if progress is not None:
+            progress(chunk, trace)
+        full = np.concatenate(traces, axis=-1)
+        if full.shape[-1] >= 2:
+            last, prev = full[..., -1], full[..., -2]
+            if np.all(np.abs(last - prev) <= tol * np.abs(last)):
+                break
+    return state, np.concatenate(traces, axis=-1)
+
+
+class KernelMCMCState(NamedTuple):
+    """``numpyro.infer.MCMC``'s state for a zoo kernel: the kernel's state, the next step's key, the last step's
+    info and ``observe``'s draw (the ``sample_field``); ``extra_fields=("info.<name>", ...)`` collects infos."""
+    state: Any
+    key: jax.Array
+    info: Any
+    draw: Any
+
+
+class KernelMCMC(MCMCKernel):
+    """Any ``build_kernel(problem, config)`` kernel as a ``numpyro.infer.mcmc.MCMCKernel``.
+
+    >>> mcmc = numpyro.infer.MCMC(KernelMCMC(build_mil_kernel, config, problem, observe=mil_position),
+    ...                           num_warmup=500, num_samples=1000, num_chains=2, chain_method="vectorized")
+    >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=("info.n_active",)); mcmc.get_samples()
+    ``mcmc.run(key, problem=other)`` with ``MCMC(..., jit_model_args=True)`` passes the problem as a traced
+    argument instead of the one given here (no large constants in the compiled program, reusable compilation).
+    """
+
+    sample_field = "draw"
+
+    def __init__(self, build_kernel: Callable, config, problem, observe: Callable):
+        self.build_kernel = build_kernel
+        self.config = config
+        self.problem = problem
+        self.observe = observe
+        self._batched = False
+
+    def _kernel(self, model_kwargs) -> Kernel:
+        return self.build_kernel((model_kwargs or {}).get("problem", self.problem), self.config)
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        kernel = self._kernel(model_kwargs)
+
+        def one(key):
+            state, key = kernel.init(key, jnp.asarray(num_warmup))
+            info_shape = jax.eval_shape(lambda: kernel.step(key, state)[1])
+            info = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info_shape)
+            return KernelMCMCState(state, key, info, self.observe(state, info))
+        # chain_method="vectorized" hands one key per chain: the kernel vectorizes init and sample itself
+        self._batched = jnp.ndim(rng_key) > 1 and not jnp.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
+        return jax.vmap(one)(rng_key) if self._batched else one(rng_key)
+
+    def sample(self, state, model_args, model_kwargs):
+        kernel = self._kernel(model_kwargs)
+
+        def one(s: KernelMCMCState):
+            new, info = kernel.step(s.key, s.state)
+            return KernelMCMCState(new, next_key(s.key), info, self.observe(new, info))
+        return jax.vmap(one)(state) if self._batched else one(state)
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return lambda draw: draw
