@@ -249,11 +249,11 @@ def test_recovers_dimension_to_vq_assignment(simulated_fit):
 def test_fit_outputs_and_reproducibility(simulated_fit):
     fit, X, _ = simulated_fit
     idata = fit.idata
-    assert set(idata.groups()) >= {"posterior", "sample_stats", "log_likelihood", "observed_data"}
+    assert set(idata.groups()) >= {"posterior", "sample_stats", "log_likelihood_at_estimate", "observed_data"}
     assert idata.posterior["mu"].shape == (4, 1, 12, 3, 3)
     F = idata.sample_stats["free_energy"].values[:, 0]
     assert F.shape == (4, 30) and np.isfinite(F).all()
-    assert idata.log_likelihood["x"].shape == (4, 1, 250)
+    assert idata.log_likelihood_at_estimate["x"].shape == (4, 1, 250)
     assert np.isfinite(fit.summary().values.astype(float)).all()
     pred = fit.predict(Matrix(X[250:]))
     assert pred.reconstruction.shape == (50, 12) and pred.state_proba.shape == (50, 3, 3)

@@ -107,10 +107,12 @@ def test_hdp_recovers_topics(hdp_fit, synthetic):
 def test_fit_objects_are_complete_inference_data(lda_fit, hdp_fit):
     for fit, head in ((lda_fit, "topic_weight"), (hdp_fit, "beta")):
         idata = fit.idata
-        assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.groups())
+        # point estimates: the log likelihood at each restart's estimate is kept apart from az.loo's group
+        assert {"posterior", "sample_stats", "log_likelihood_at_estimate", "observed_data"} <= set(idata.groups())
+        assert "log_likelihood" not in idata.groups()
         trace = idata.sample_stats["objective"].values
         assert trace.shape[:2] == (2, 1) and np.all(np.diff(trace, axis=-1) >= -1e-9 * np.abs(trace).max())
-        assert np.all(np.isfinite(idata.log_likelihood["words"].values))
+        assert np.all(np.isfinite(idata.log_likelihood_at_estimate["words"].values))
         summary = fit.summary()
         assert any(str(i).startswith(head) for i in summary.index)
         assert fit.state.final_elbo[fit.state.best_chain] == trace[:, 0, -1].max()

@@ -96,9 +96,9 @@ def diagnose(idata, sites: Sequence[str]):
         if chains > 1 and row["r_hat"] >= RHAT_MAX:
             problems.append(f"r-hat {row['r_hat']:.3f} >= {RHAT_MAX}")
         if row["ess_bulk"] < need:
-            problems.append(f"bulk ESS {row['ess_bulk']:.0f} < {need}")
+            problems.append(f"bulk ESS {row['ess_bulk']:.1f} < {need}")
         if row["ess_tail"] < need:
-            problems.append(f"tail ESS {row['ess_tail']:.0f} < {need}")
+            problems.append(f"tail ESS {row['ess_tail']:.1f} < {need}")
         if n_divergent:
             problems.append(f"{n_divergent} divergent transitions")
         row["verdict"] = "; ".join(problems) if problems else ("ok" if chains > 1 else

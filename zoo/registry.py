@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from zoo.options import check_common_options, check_known
 from zoo.priors import resolve_priors
+from zoo.results import set_aside_point_log_likelihood
 
 __all__ = ["ModelSpec", "ModelEntry", "Method", "register_model", "register_method", "get_model", "get_methods",
            "model", "models_registered", "run_method", "option_names"]
@@ -179,6 +180,8 @@ def run_method(spec: ModelSpec, name: str | None, data: Any, seed: int, options:
     fit = dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
                               headline=fit.headline or list(entry.headline) or None)
     fit.idata.posterior.attrs["zoo_inference"] = method.kind or fit.inference
+    if fit.inference == "point estimate":
+        set_aside_point_log_likelihood(fit.idata)
     _add_relabelled(fit, entry.exchangeable)
     return fit
 

@@ -19,7 +19,11 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="\\s*ArviZ is undergoing a major refactor", category=FutureWarning)
     import arviz as az
 
-__all__ = ["to_inference_data", "Fit"]
+__all__ = ["to_inference_data", "Fit", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood"]
+
+#: Where a point-estimate fit keeps its pointwise log likelihood (at each restart's estimate): not in
+#: ``log_likelihood``, so that ``az.loo`` and ``az.compare`` refuse it instead of treating restarts as draws.
+POINT_LOG_LIKELIHOOD = "log_likelihood_at_estimate"
 
 _ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
 
@@ -61,6 +65,18 @@ def to_inference_data(posterior: Mapping[str, Any], *, sample_stats: Mapping[str
     if attrs:
         for group in groups:
             getattr(idata, group).attrs.update({k: str(v) for k, v in attrs.items()})
+    return idata
+
+
+def set_aside_point_log_likelihood(idata: az.InferenceData) -> az.InferenceData:
+    """Move ``log_likelihood`` to ``POINT_LOG_LIKELIHOOD`` (in place; returns ``idata``): a point estimate's
+    log likelihood is one value per restart, which PSIS-LOO would misread as a posterior sample."""
+    if "log_likelihood" in idata.groups():
+        group = idata.log_likelihood
+        del idata.log_likelihood
+        with warnings.catch_warnings():  # ArviZ notes that the group is not one of its standard ones
+            warnings.simplefilter("ignore", UserWarning)
+            idata.add_groups({POINT_LOG_LIKELIHOOD: group})
     return idata
 
 
