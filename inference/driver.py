@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
+from numpyro.util import is_prng_key
 
 __all__ = ["FAST_COMPILE_OPTIONS", "CHAIN_METHODS", "Kernel", "ChainCarry", "SampleResult", "next_key",
            "no_running_sums", "init_chains", "run_chunk", "sample_chunked", "optimize_chunked", "over_chains",
@@ -283,7 +284,7 @@ class KernelMCMC(MCMCKernel):
             info = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info_shape)
             return KernelMCMCState(state, key, info, self.observe(state, info))
         # chain_method="vectorized" hands one key per chain: the kernel vectorizes init and sample itself
-        self._batched = jnp.ndim(rng_key) > 1 and not jnp.issubdtype(rng_key.dtype, jax.dtypes.prng_key)
+        self._batched = not is_prng_key(rng_key)
         return jax.vmap(one)(rng_key) if self._batched else one(rng_key)
 
     def sample(self, state, model_args, model_kwargs):
