@@ -73,7 +73,8 @@ def _rhat_M(M: np.ndarray) -> np.ndarray:
     over every draw of every chain (nothing to compare), inf where chains are constant at different values."""
     import arviz as az
     M = np.asarray(M, float)
-    rhat = np.asarray(az.rhat(az.convert_to_dataset({"M": M}))["M"].values, float)
+    with np.errstate(invalid="ignore", divide="ignore"):    # constant indicators: 0 / 0, replaced just below
+        rhat = np.asarray(az.rhat(az.convert_to_dataset({"M": M}))["M"].values, float)
     per_chain = M.mean(1)
     constant = (per_chain.min(0) == per_chain.max(0)) & np.isin(per_chain[0], (0.0, 1.0))
     stuck = np.all(M.std(1) == 0, axis=0) & ~constant
