@@ -25,7 +25,7 @@ _PUBLIC = {
     "model": "zoo.api", "fit": "zoo.api",
     "load_dataset": "zoo.data.location",
     "ModelSpec": "zoo.registry", "register_method": "zoo.registry", "register_model": "zoo.registry",
-    "Fit": "zoo.results", "to_inference_data": "zoo.results",
+    "Fit": "zoo.results", "to_inference_data": "zoo.results", "load_fit": "zoo.persist",
 }
 __all__ = sorted([*_PUBLIC, "catalog", "methods", "ModelCard"])
 

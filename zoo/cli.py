@@ -1,4 +1,4 @@
-"""The ``zoo`` command line (also ``python -m zoo``): list, fit, reproduce, bench, regions.
+"""The ``zoo`` command line (also ``python -m zoo``): list, fit, predict, reproduce, bench, regions.
 
 Start-up stays light: this module imports only the standard library, ``zoo list`` answers from the catalog
 snapshot (``zoo.snapshot``), and JAX, NumPyro, ArviZ and matplotlib load only inside the command that needs them.
@@ -12,7 +12,7 @@ import sys
 
 __all__ = ["main", "build_parser"]
 
-COMMANDS = ("list", "fit", "reproduce", "bench", "regions")
+COMMANDS = ("list", "fit", "predict", "reproduce", "bench", "regions")
 
 
 def _single_thread_env() -> None:
@@ -129,10 +129,28 @@ def _cmd_fit(args) -> int:
         print("restarts (point estimates, best first):")
         print(fit.restarts().to_string())
     print(fit.summary().to_string())
-    tmp = out.with_name(f".{out.name}.partial")
-    fit.idata.to_netcdf(str(tmp))
+    fit.save(out, overwrite=args.force)
+    print(f"fit written to {out} (arviz.from_netcdf reads its InferenceData; zoo.load_fit or `zoo predict` the "
+          f"whole fit)")
+    return 0
+
+
+def _cmd_predict(args) -> int:
+    import dataclasses
+
+    import numpy as np
+
+    import zoo
+    out = _output_path(args, default=f"{pathlib.Path(args.fit).stem}_predictions.npz", suffix=".npz")
+    fit = zoo.load_fit(args.fit)
+    prediction = fit.predict(_load_data(args.data))
+    arrays = {f.name: np.asarray(getattr(prediction, f.name)) for f in dataclasses.fields(prediction)}
+    for name, arr in arrays.items():
+        print(f"  {name:<24} {arr.dtype} {arr.shape}")
+    tmp = out.with_name(f".{out.stem}.partial.npz")
+    np.savez_compressed(tmp, **arrays)
     tmp.replace(out)
-    print(f"InferenceData written to {out}")
+    print(f"predictions of {fit.spec.id if fit.spec else 'the fit'} written to {out}")
     return 0
 
 
@@ -211,9 +229,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a model option, repeatable, e.g. --option n_components=3")
     p.add_argument("--prior", action="append", default=[], metavar="SITE=DIST",
                    help='a prior, repeatable, e.g. --prior tau2="InverseGamma(1.0, 1.0)"')
-    p.add_argument("--out", default=None, help="netCDF output path; default: MODEL_METHOD.nc in this folder")
+    p.add_argument("--out", default=None, help="output file (netCDF: the InferenceData plus what predictions "
+                                                "need); default: MODEL_METHOD.nc in this folder")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(run=_cmd_fit)
+
+    p = sub.add_parser("predict", parents=[debug], formatter_class=_Formatter,
+                       help="predictions of a saved fit for new data",
+                       description="Load a fit written by `zoo fit --out` (or fit.save) and predict for new data; "
+                                   "writes the prediction's arrays to an .npz file.")
+    p.add_argument("fit", help="a fit file written by `zoo fit` or fit.save")
+    p.add_argument("--data", required=True, help="a data set name (see `zoo list --datasets`) or a .npy / .csv file")
+    p.add_argument("--out", default=None, help="output .npz; default: FIT_predictions.npz in this folder")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.set_defaults(run=_cmd_predict)
 
     p = sub.add_parser("reproduce", parents=[debug], formatter_class=_Formatter, help="reproduce papers' experiments into a report",
                        description="Run a paper's experiments (or all) and write tables and figures, with "

@@ -30,6 +30,11 @@ def _arviz():
     return az
 
 
+def _quiet():
+    from zoo.results import without_shape_log
+    return without_shape_log()
+
+
 def _element_names(name: str, shape: tuple) -> list[str]:
     return [f"{name}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape)] if shape else [name]
 
@@ -46,7 +51,7 @@ def diagnose_elements(idata, sites: Sequence[str]):
         values = np.asarray(post[name], dtype=np.float64)
         n_chain, n_draw = values.shape[:2]
         subset = az.convert_to_dataset({name: values})
-        with warnings.catch_warnings():  # constant elements make ArviZ divide by zero; they are reported as such
+        with warnings.catch_warnings(), _quiet():  # constant elements make ArviZ divide by zero: reported as such
             warnings.simplefilter("ignore", RuntimeWarning)
             r_hat = np.asarray(az.rhat(subset, method="rank")[name]).reshape(-1)
             ess_bulk = np.asarray(az.ess(subset, method="bulk")[name]).reshape(-1)

@@ -133,8 +133,8 @@ def _check_shape(site: str, prior: dist.Distribution, default: dist.Distribution
             (tuple(prior.batch_shape) not in ((), tuple(default.batch_shape))):
         raise ValueError(f"priors[{site!r}]: a {type(prior).__name__} of shape {shape} (batch {tuple(prior.batch_shape)}, "
                          f"event {tuple(prior.event_shape)}), but the site takes shape {wanted} (batch "
-                         f"{tuple(default.batch_shape)}, event {tuple(default.event_shape)}); give scalar "
-                         f"parameters or the site's shape")
+                         f"{tuple(default.batch_shape)}, event {tuple(default.event_shape)}; its default prior is a "
+                         f"{type(default).__name__}); give scalar parameters or the site's shape")
 
 
 def resolve_priors(defaults: Mapping[str, Any], overrides: Mapping | str | os.PathLike | None,

@@ -54,6 +54,7 @@ class ModelSpec:
     program: Callable
     options: Mapping[str, Any]
     priors: Mapping[str, Any]
+    arguments: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # as passed to zoo.model (to rebuild it)
 
     def __repr__(self) -> str:  # short, notebook-friendly
         pri = ", ".join(f"{k}={v.__class__.__name__}" for k, v in self.priors.items())
@@ -221,4 +222,4 @@ def model(id: str, *, priors: Mapping | str | None = None, **options) -> ModelSp
         check_known(options, option_names(entry.build), f"model {id!r}")
     program, opts, default_priors = entry.build(**options)
     resolved = resolve_priors(default_priors, priors, model_id=id)
-    return ModelSpec(id=id, program=program, options=opts, priors=resolved)
+    return ModelSpec(id=id, program=program, options=opts, priors=resolved, arguments=dict(options))

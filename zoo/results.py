@@ -7,7 +7,9 @@ as ``objective`` with shape (chain, 1, iteration).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import warnings
 from typing import Any, Callable, Mapping, Sequence
 
@@ -55,7 +57,7 @@ def to_inference_data(posterior: Mapping[str, Any], *, sample_stats: Mapping[str
     }
     groups = {k: v for k, v in groups.items() if v}
     kwargs = dict(coords=dict(coords or {}), dims=dict(dims or {}))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), without_shape_log():
         # one draw per chain (EM restarts) is intended; ArviZ warns "more chains than draws"
         warnings.filterwarnings("ignore", message="More chains")
         if _ARVIZ_1:  # pragma: no cover - the 1.x line takes one mapping of groups
@@ -66,6 +68,24 @@ def to_inference_data(posterior: Mapping[str, Any], *, sample_stats: Mapping[str
         for group in groups:
             getattr(idata, group).attrs.update({k: str(v) for k, v in attrs.items()})
     return idata
+
+
+class _ShapeNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Shape validation failed" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def without_shape_log():
+    """ArviZ logs "Shape validation failed" for one chain or one draw per chain; both are intended in the zoo (a
+    single-chain run, EM restarts), and the log line is not the user's to act on. Other ArviZ messages pass.
+    (ArviZ 0.23 logs through ``arviz._log``, a Logger it builds itself, not ``logging.getLogger("arviz")``.)"""
+    logger, notice = getattr(az, "_log", logging.getLogger("arviz")), _ShapeNotice()
+    logger.addFilter(notice)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice)
 
 
 def set_aside_point_log_likelihood(idata: az.InferenceData) -> az.InferenceData:
@@ -172,10 +192,12 @@ class Fit:
         if self.is_point_estimate:
             return self._restart_summary(names)
         one_chain = self.idata.posterior.sizes.get("chain", 0) < 2
-        with warnings.catch_warnings():
-            if one_chain:  # r-hat compares chains; ArviZ would return NaN with a degrees-of-freedom warning
+        with warnings.catch_warnings(), without_shape_log():
+            # constant elements (a certain indicator) and a single chain have no r-hat: ArviZ divides by zero and
+            # returns NaN, which the table shows; the warnings say nothing more
+            warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
+            if one_chain:
                 warnings.filterwarnings("ignore", message="Degrees of freedom", category=RuntimeWarning)
-                warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
             table = az.summary(self.idata, var_names=names, **kwargs)
         return table.drop(columns=["r_hat"], errors="ignore") if one_chain else table
 
@@ -202,6 +224,12 @@ class Fit:
         if n_chain < 2:
             table = table.drop(columns=["sd"])
         return table
+
+    def save(self, path, overwrite: bool = False):
+        """Write the fit to ``path`` (one netCDF file, no pickle; ``zoo.load_fit`` reads it back and predicts
+        identically). An existing file is kept unless ``overwrite``. Returns the path."""
+        from zoo.persist import save_fit
+        return save_fit(self, path, overwrite=overwrite)
 
     def predict(self, data, **options):
         """Model-specific predictions (a small dataclass of named arrays) for new data; ``options`` go to the

@@ -1,0 +1,120 @@
+"""Save and reload: for every model id, fit.save -> zoo.load_fit gives a fit that predicts the same arrays,
+summarizes the same and keeps its provenance; the file is netCDF that ArviZ reads, and a file cannot make the loader
+import anything outside zoo."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import zoo
+from zoo.data import Matrix
+from zoo.data.mil import ring_data
+from zoo.data.ross03 import MatrixDataset
+
+
+def _two_class_matrix(C=30, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.arange(C) % 2
+    X = np.where(y[:, None] == 1, 1.5, -1.5) * np.ones((C, 4)) + 0.3 * rng.normal(size=(C, 4))
+    return MatrixDataset(Matrix(X), labels=y)
+
+
+RING = ring_data(n=40, seed=1)
+SEC6 = zoo.load_dataset("gustafson07_sec6")
+TOPICS = zoo.load_dataset("yakhnenko_synthetic", n_images=30)
+MCMC = dict(num_warmup=5, num_samples=5, progress_bar=False)
+
+# model id -> (model options, data for the fit, data for predictions, fit options)
+CASES = {
+    "carbonetto03.shrinkage_mixture": ({}, zoo.load_dataset("carbonetto03_sec2"), None, dict(max_iter=20)),
+    "carbonetto03.translation": ({}, zoo.load_dataset("carbonetto03_sec52"), None, dict(max_iter=20)),
+    "gustafson07.full": ({}, SEC6, None, MCMC),
+    "gustafson07.fs": ({}, SEC6, None, MCMC),
+    "gustafson07.cvfs": ({}, SEC6, None, MCMC),
+    "kueck04.supervised": ({}, RING, None, MCMC),
+    "kueck04.constraint": ({}, RING, None, MCMC),
+    "kueck04.measurement": ({}, RING, None, MCMC),
+    "kueck04.hybrid": ({}, RING, None, MCMC),
+    "ross03.mcvq": (dict(n_vqs=2, n_states=2), _two_class_matrix(), None, dict(max_iter=3, progress_bar=False)),
+    "ross03.mcvq_supervised": (dict(n_vqs=2, n_states=2), _two_class_matrix(), _two_class_matrix(seed=1).matrix,
+                               dict(max_iter=3, progress_bar=False, monte_carlo_samples=16)),
+    "ross03.mcvq_clustered": (dict(n_vqs=2, n_states=2, n_clusters=2), _two_class_matrix().matrix, None,
+                              dict(max_iter=3, progress_bar=False)),
+    "yakhnenko.mom_lda": (dict(n_topics=3), TOPICS, None, dict(max_iter=5, progress_bar=False)),
+    "yakhnenko.mom_hdp": (dict(truncation=3), TOPICS, None, dict(max_iter=5, progress_bar=False)),
+}
+
+
+def _fields(prediction) -> dict[str, np.ndarray]:
+    return {f.name: np.asarray(getattr(prediction, f.name)) for f in dataclasses.fields(prediction)}
+
+
+def test_every_model_id_is_covered():
+    assert set(CASES) == {card.id for card in zoo.catalog()}
+
+
+@pytest.mark.parametrize("model_id", sorted(CASES))
+def test_saved_fit_predicts_identically(model_id, tmp_path):
+    options, data, new_data, fit_options = CASES[model_id]
+    fit = zoo.fit(zoo.model(model_id, **options), data, seed=3, **fit_options)
+    path = fit.save(tmp_path / "fit.nc")
+    loaded = zoo.load_fit(path)
+    target = data if new_data is None else new_data
+    before, after = _fields(fit.predict(target)), _fields(loaded.predict(target))
+    assert before.keys() == after.keys()
+    for name in before:
+        np.testing.assert_array_equal(after[name], before[name], err_msg=name)
+    assert loaded.spec.id == model_id and loaded.method == fit.method and loaded.inference == fit.inference
+    assert loaded.provenance == fit.provenance
+    assert loaded.summary().equals(fit.summary())
+
+
+def test_reloaded_priors_and_options_are_the_fits(tmp_path):
+    spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=2, covariance="diag",
+                     priors={"tau2": "InverseGamma(2.0, 0.5)"})
+    fit = zoo.fit(spec, zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+    loaded = zoo.load_fit(fit.save(tmp_path / "fit.nc"))
+    assert loaded.spec.options == spec.options
+    assert float(loaded.spec.priors["tau2"].rate) == 0.5 and float(loaded.spec.priors["tau2"].concentration) == 2.0
+    assert json.loads(loaded.provenance["zoo_priors"])["tau2"] == "InverseGamma(concentration=2.0, rate=0.5)"
+
+
+def test_the_file_is_inference_data_for_arviz(tmp_path):
+    import arviz as az
+    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+    idata = az.from_netcdf(str(fit.save(tmp_path / "fit.nc")))
+    assert "posterior" in idata.groups() and idata.posterior["tau2"].shape == fit.idata.posterior["tau2"].shape
+
+
+def test_saving_never_replaces_a_file_unless_asked(tmp_path):
+    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+    path = tmp_path / "fit.nc"
+    path.write_bytes(b"precious")
+    with pytest.raises(ValueError, match="exists"):
+        fit.save(path)
+    assert path.read_bytes() == b"precious"
+    fit.save(path, overwrite=True)
+    assert zoo.load_fit(path).method == "map_em"
+
+
+def test_a_file_cannot_name_code_outside_zoo(tmp_path):
+    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+    path = fit.save(tmp_path / "fit.nc")
+    with xr.open_dataset(path, group="zoo_spec") as stored:
+        spec = stored.load()
+    record = json.loads(spec.attrs["structure"])
+    record["items"]["predictor"] = {"t": "value", "v": "os:system"}
+    spec.attrs["structure"] = json.dumps(record)
+    spec.to_netcdf(path, group="zoo_spec", mode="a")
+    with pytest.raises(ValueError, match="not a zoo class or function"):
+        zoo.load_fit(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"not netcdf at all"])
+def test_a_damaged_or_foreign_file_is_a_value_error(tmp_path, content):
+    path = tmp_path / "fit.nc"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="fit.nc"):
+        zoo.load_fit(path)
