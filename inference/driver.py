@@ -118,9 +118,9 @@ def init_chains(build_kernel: Callable, config, problem, keys: jax.Array, num_wa
 
 def _chunk_fn(problem, carry: ChainCarry, n_run, sampling, *, build_kernel, config, observe, accumulate, chunk,
               thinning, keep_index, chain_method):
-    """``chunk`` steps of ``thinning`` sweeps for every chain; sweep j of step i runs when i * thinning + j < n_run
+    """``chunk`` groups of ``thinning`` sweeps for every chain; sweep j of group i runs when i * thinning + j < n_run
     (traced: one compilation serves every chunk, warm-up and sampling; the predicate is the same for every chain,
-    so it stays a real branch under vmap). ``observe`` is taken after sweep ``keep_index`` of each step; the running
+    so it stays a real branch under vmap). ``observe`` is taken after sweep ``keep_index`` of each group; the running
     sums grow only while ``sampling`` (traced). Returns (carry, observations with a draw axis of ``chunk``)."""
     kernel = build_kernel(problem, config)
 
@@ -137,7 +137,7 @@ def _chunk_fn(problem, carry: ChainCarry, n_run, sampling, *, build_kernel, conf
         info_shape = jax.eval_shape(lambda: sweep(c0)[1])
         blank_info = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info_shape)
 
-        def step(c, i):
+        def group(c, i):
             first = i * thinning
             c = jax.lax.fori_loop(0, keep_index, lambda j, t: guarded(first + j, t), c) if keep_index else c
             c, info = jax.lax.cond(first + keep_index < n_run, sweep, lambda t: (t, blank_info), c)
@@ -146,7 +146,7 @@ def _chunk_fn(problem, carry: ChainCarry, n_run, sampling, *, build_kernel, conf
             if rest:
                 c = jax.lax.fori_loop(0, rest, lambda j, t: guarded(first + keep_index + 1 + j, t), c)
             return c, observed
-        return jax.lax.scan(step, c0, jnp.arange(chunk))
+        return jax.lax.scan(group, c0, jnp.arange(chunk))
     return over_chains(one_chain, carry, chain_method)
 
 
