@@ -6,8 +6,12 @@ Usage (from the repository root, in an environment with ``pip install -e ".[note
 
     python scripts/execute_notebooks.py                      # all notebooks in notebooks/, full setting
     python scripts/execute_notebooks.py carbonetto03 ross03  # some of them (names or paths)
-    python scripts/execute_notebooks.py --fast               # ZOO_NOTEBOOK_FAST=1, the test suite's setting
     python scripts/execute_notebooks.py --check              # run, report times, store nothing
+    python scripts/execute_notebooks.py --fast               # ZOO_NOTEBOOK_FAST=1 (the test suite's setting):
+                                                             # run and time only, unless --store-fast
+
+The stored notebooks carry the full setting's outputs (each says so in its first cell), so a ``--fast`` run stores
+nothing unless ``--store-fast`` is given as well.
 
 Each notebook runs in a fresh ``python3`` kernel whose working directory is ``notebooks/``, with
 ``MPLBACKEND=module://matplotlib_inline.backend_inline`` (figures become PNG ``display_data`` outputs) and
@@ -157,7 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=1800, help="per-cell timeout in seconds (default 1800)")
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name (default python3)")
     parser.add_argument("--check", action="store_true", help="execute and report, but do not write the notebooks")
+    parser.add_argument("--store-fast", action="store_true",
+                        help="with --fast, write the fast outputs into the notebooks anyway (their first cells state "
+                             "the full setting)")
     args = parser.parse_args(argv)
+    if args.store_fast and not args.fast:
+        parser.error("--store-fast goes with --fast")
+    write = not args.check and (not args.fast or args.store_fast)
 
     paths = notebook_paths(args.notebooks)
     setting = "fast (ZOO_NOTEBOOK_FAST=1)" if args.fast else "full"
@@ -179,11 +189,11 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 dropped = drop_widget_outputs(nb)
                 coalesce_streams(nb)
-                if not args.check:
+                if write:
                     write_atomically(nb, path)
                 size = path.stat().st_size / 1024
                 print(f"{path.name}: {seconds:.1f} s ({setting}); {dropped} progress-bar outputs dropped; "
-                      f"{'not written' if args.check else f'stored, {size:.0f} KiB'}", flush=True)
+                      f"{f'stored, {size:.0f} KiB' if write else 'not written'}", flush=True)
         finally:
             for key, value in saved.items():
                 if value is None:
