@@ -2,6 +2,8 @@
 
 These are the cross-checks of every custom kernel and the way a notebook user samples a program of their own:
 ``zoo.fit(my_program, {"X": X}, method="nuts")``. ``program_kwargs`` are the program's keyword arguments.
+The InferenceData's dims are named after the program's plates (``site_dims``); an optimizer's ``objective``
+trace has the dim ``iteration``.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from numpyro.infer.util import log_likelihood as _numpyro_log_likelihood
 
 from zoo.results import Fit, to_inference_data
 
-__all__ = ["GENERIC_METHODS", "run_nuts", "run_svi", "run_map"]
+__all__ = ["GENERIC_METHODS", "run_nuts", "run_svi", "run_map", "site_dims"]
 
 
 def _trace(program: Callable, program_kwargs: Mapping[str, Any], seed: int):
@@ -32,6 +34,31 @@ def _observed(program: Callable, program_kwargs: Mapping[str, Any], seed: int) -
     tr = _trace(program, program_kwargs, seed)
     return {name: np.asarray(site["value"]) for name, site in tr.items()
             if site["type"] == "sample" and site["is_observed"]}
+
+
+def _plate_dims(site: Mapping[str, Any]) -> list[str]:
+    """The dim names of one traced sample site's value (its shape, without chain and draw): each batch dim that a
+    plate made is named after the plate, every other dim (event dims, batch dims of no plate) ``<site>_dim_k``."""
+    value_ndim = int(jnp.ndim(site["value"]))
+    event_dim = int(getattr(site["fn"], "event_dim", 0))
+    names = [f"{site['name']}_dim_{k}" for k in range(value_ndim)]
+    for frame in site["cond_indep_stack"]:
+        position = value_ndim - event_dim + frame.dim   # frame.dim counts from the right of the batch shape
+        if frame.dim is not None and 0 <= position < value_ndim - event_dim:
+            names[position] = frame.name
+    return names
+
+
+def site_dims(program: Callable, program_kwargs: Mapping[str, Any], seed: int = 0) -> dict[str, list[str]]:
+    """``dims=`` for ``to_inference_data``: every sample site (latent and observed) of one trace of the program
+    mapped to its dim names after the plates (``_plate_dims``). A latent site's list names its value's dims
+    (posterior); an observed site's list names its value's dims, batch dims first: its log likelihood (batch shape)
+    takes the leading names (ArviZ drops the rest) and its observed data all of them; ``objective`` (an optimizer's
+    trace, shape (chain, 1, iteration)) is named ``iteration``."""
+    tr = _trace(program, program_kwargs, seed)
+    dims = {name: _plate_dims(site) for name, site in tr.items() if site["type"] == "sample"}
+    dims["objective"] = ["iteration"]
+    return dims
 
 
 def _latent_names(program: Callable, program_kwargs: Mapping[str, Any]) -> list[str]:
@@ -62,7 +89,7 @@ def run_nuts(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int 
         sample_stats={"acceptance_rate": extra["accept_prob"], "diverging": extra["diverging"],
                       "n_steps": extra["num_steps"]},
         log_likelihood=_loglik_by_chain(program, program_kwargs, samples),
-        observed_data=_observed(program, program_kwargs, seed),
+        observed_data=_observed(program, program_kwargs, seed), dims=site_dims(program, program_kwargs, seed),
         attrs={"method": "nuts"})
     return Fit(idata=idata, spec=spec, method="nuts", state=mcmc.last_state, headline=headline,
                predictor=predictor, data=data)
@@ -97,7 +124,8 @@ def run_map(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int =
     idata = to_inference_data(
         posterior, sample_stats={"objective": -losses[:, None, :]},
         log_likelihood=_loglik_by_chain(program, program_kwargs, {k: jnp.asarray(v) for k, v in posterior.items()}),
-        observed_data=_observed(program, program_kwargs, seed), attrs={"method": "map"})
+        observed_data=_observed(program, program_kwargs, seed), dims=site_dims(program, program_kwargs, seed),
+        attrs={"method": "map"})
     return Fit(idata=idata, spec=spec, method="map", state=draws, headline=headline, predictor=predictor,
                data=data)
 
@@ -120,7 +148,8 @@ def run_svi(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int =
     idata = to_inference_data(
         posterior, sample_stats={"objective": -losses[:, None, :]},
         log_likelihood=_loglik_by_chain(program, program_kwargs, {k: jnp.asarray(v) for k, v in posterior.items()}),
-        observed_data=_observed(program, program_kwargs, seed), attrs={"method": "svi"})
+        observed_data=_observed(program, program_kwargs, seed), dims=site_dims(program, program_kwargs, seed),
+        attrs={"method": "svi"})
     return Fit(idata=idata, spec=spec, method="svi", state=params_all, headline=headline, predictor=predictor,
                data=data)
 
