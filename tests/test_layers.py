@@ -1,5 +1,6 @@
 """The dependency direction of DESIGN.md, enforced: the import-linter contracts of ``.importlinter`` hold, and
-importing any module of ``zoo.inference`` or ``zoo.models`` loads neither ArviZ nor the registry."""
+importing any module of ``zoo.inference`` or ``zoo.models`` loads neither ArviZ, matplotlib nor the registry (tqdm
+comes with NumPyro itself, so the contract checks only that zoo's kernels do not import it)."""
 import os
 import pathlib
 import shutil
@@ -34,7 +35,7 @@ def test_kernels_and_programs_load_without_the_user_layer():
     modules += sorted(f"zoo.models.{p.stem}" for p in (ROOT / "models").glob("*.py") if p.stem != "__init__")
     code = ("import importlib, sys\n"
             f"for name in {modules!r}:\n    importlib.import_module(name)\n"
-            "print(sorted(m for m in sys.modules if m in ('arviz', 'tqdm', 'matplotlib') or "
+            "print(sorted(m for m in sys.modules if m in ('arviz', 'matplotlib') or "
             "m in ('zoo.registry', 'zoo.results', 'zoo.api', 'zoo.priors', 'zoo.data')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]

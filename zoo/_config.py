@@ -24,11 +24,6 @@ import sys
 #: zoo bench cvfs problem; the Kueck ring sweep 2683 -> 3507 sweeps/s. Loops over more data stay as they were.
 SMALL_LOOP_BYTES = 1_000_000
 
-#: ``jax.jit(..., compiler_options=FAST_COMPILE_OPTIONS)``: XLA without its backend optimization compiles a
-#: sampler sweep in about half the time and runs it 1.5-5x slower. The samplers' drivers pick it for short runs
-#: (each with a threshold on its own work measure), where compilation is most of the wall time; tests use it too.
-FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
-
 
 def _small_loops_as_one_function(environ=os.environ) -> bool:
     """Add the XLA flag for ``SMALL_LOOP_BYTES`` to XLA_FLAGS unless the user set XLA's backend options already or

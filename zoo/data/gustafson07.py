@@ -21,7 +21,7 @@ from numpyro.handlers import trace
 
 from zoo.data.containers import AnnotatedRegions
 from zoo.data.location import register_loader
-from zoo._config import FAST_COMPILE_OPTIONS
+from zoo.inference.driver import FAST_COMPILE_OPTIONS
 
 __all__ = ["sec6_means", "sec6_synthetic", "sample_image_layout", "regions_from_program"]
 
