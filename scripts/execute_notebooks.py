@@ -22,6 +22,8 @@ After the run the stored notebook is tidied:
   ``metadata.widgets`` state are dropped, since a code host cannot render them and their state bloats the JSON;
 * consecutive stream outputs of a cell (stdout, stderr) are merged and carriage returns applied as a terminal would,
   so a text progress bar (NumPyro's) is stored as its final line instead of one output per update;
+* the kernel's temporary file name for a cell in warnings (``/tmp/ipykernel_1234/5678.py:4:``) becomes
+  ``<cell>:4:``, so that re-running a notebook does not change its stored warnings;
 * cell execution timing metadata is not recorded.
 
 The notebook is written in place atomically (temp file in the same folder, then rename), only when the run had
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import sys
 import tempfile
 import time
@@ -45,6 +48,7 @@ REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPOSITORY / "notebooks"
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+KERNEL_CELL_FILE = re.compile(r"\S*ipykernel_\d+[/\\]\d+\.py")   # where a warning issued by a cell's code points
 FIGURE_DPI = 100
 
 
@@ -114,7 +118,7 @@ def coalesce_streams(nb: nbformat.NotebookNode) -> None:
                 merged.append(output)
         for output in merged:
             if output.output_type == "stream":
-                output.text = _apply_carriage_returns(output.text)
+                output.text = KERNEL_CELL_FILE.sub("<cell>", _apply_carriage_returns(output.text))
         cell.outputs = [o for o in merged if o.output_type != "stream" or o.text.strip()]
 
 
