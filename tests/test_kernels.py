@@ -49,3 +49,13 @@ def test_bad_input():
         kernel(zoo.model("kueck04.hybrid"), ring_data(n=40), bogus=1)
     with pytest.raises(ValueError, match="method"):
         kernel(zoo.model("kueck04.hybrid"), ring_data(n=40), method="nope")
+
+
+def test_bad_sampler_options():
+    bags = ring_data(n=40)
+    with pytest.raises(ValueError, match="laplace_tries"):
+        kernel(zoo.model("kueck04.hybrid"), bags, laplace_tries=-1)
+    with pytest.raises(ValueError, match="beta_move"):
+        kernel(zoo.model("kueck04.hybrid"), bags, beta_move="nope")
+    with pytest.raises(ValueError, match="unknown option"):
+        kernel(zoo.model("kueck04.hybrid"), bags, method="blocked_gibbs_mh", beta_move="laplace")

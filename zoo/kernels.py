@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Mapping
 
+import numpy as np
 import numpyro
 from numpyro.infer import NUTS
 from numpyro.infer.mcmc import MCMCKernel
@@ -44,10 +45,12 @@ class ZooKernel(KernelMCMC):
 
     @property
     def model(self) -> Callable:
+        """The bound program with its observed sites hidden (what ``az.from_numpyro`` traces)."""
         return _hide_observed(self.program)
 
 
 def _options(given: Mapping[str, Any], allowed: tuple, method: str) -> dict:
+    """A copy of the options ``given``; ValueError listing the names not ``allowed`` for ``method``."""
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise ValueError(f"{method}: unknown option(s) {', '.join(unknown)}; options: {', '.join(allowed)}")
@@ -55,7 +58,10 @@ def _options(given: Mapping[str, Any], allowed: tuple, method: str) -> dict:
 
 
 def _kueck04(z_sampler: str, allowed: tuple) -> Callable:
+    """The builder of kueck04's blocked Gibbs with Z sampler ``z_sampler`` ("exact" or "mh"), options ``allowed``."""
     def build(spec: ModelSpec, data, method: str, options: Mapping[str, Any]) -> MCMCKernel:
+        """ZooKernel of ``build_mil_kernel`` on Bags ``data``: draws gamma (M,), beta (M,), delta2, n_active
+        [, z (N,) with store_z]; extra fields ``MILGibbs.stat_fields``."""
         from zoo.inference.mil_gibbs import build_mil_kernel, mil_position
         from zoo.papers import kueck04
         opts = _options(options, allowed, method)
@@ -65,6 +71,9 @@ def _kueck04(z_sampler: str, allowed: tuple) -> Callable:
             opts["rescale"] = bool(opts["rescale"])
         if opts.get("beta_move", "gibbs") not in ("gibbs", "laplace"):
             raise ValueError(f"beta_move: {opts['beta_move']!r} is not 'gibbs' or 'laplace'")
+        tries = opts.get("laplace_tries", 0)
+        if isinstance(tries, bool) or not isinstance(tries, (int, np.integer)) or tries < 0:
+            raise ValueError(f"laplace_tries: expected an int >= 0, got {tries!r}")
         config = config._replace(**opts)
         program = functools.partial(spec.program, **kueck04.program_kwargs(spec, prep))
         return ZooKernel(build_mil_kernel, config, kueck04.mil_problem(spec, prep), mil_position, program)
@@ -76,6 +85,9 @@ _GUSTAFSON_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joi
 
 
 def _gustafson07(spec: ModelSpec, data, method: str, options: Mapping[str, Any]) -> MCMCKernel:
+    """ZooKernel of ``build_gibbs_kernel`` on AnnotatedRegions ``data`` (features standardized as ``zoo.fit``
+    does): draws Y (n,), M (K+1, p), n_relevant (K+1,), label_proba (n, K+1), unit_loglik (n,), acceptances,
+    and for CVFS alpha (p,), delta (p,), Omega (p, p)."""
     import jax.numpy as jnp
     from zoo.inference.label_feature_gibbs import Collect, build_gibbs_kernel, collect_names
     from zoo.papers import gustafson07
@@ -103,6 +115,7 @@ def _gustafson_priors(spec: ModelSpec, variant: str) -> dict:
 
 
 def _generic_nuts(spec: ModelSpec, data, method: str, options: Mapping[str, Any]) -> MCMCKernel:
+    """NumPyro's NUTS on the model's program with its keyword arguments for ``data`` bound."""
     from zoo.registry import get_model
     opts = _options(options, ("target_accept_prob",), method)
     kwargs = get_model(spec.id).program_args(spec, data)
