@@ -21,8 +21,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve, solve_triangular
 from jax.scipy.special import gammaln, logsumexp, multigammaln
+
+from zoo.inference.linalg import cholesky_lower, triangular_inverse_lower
 
 __all__ = ["Params", "Hyper", "EMConfig", "EMResult", "log_component_densities", "e_step", "SuffStats",
            "collect_suff_stats", "m_step", "log_posterior", "run_em", "run_em_restarts"]
@@ -72,14 +73,23 @@ def log_component_densities(X: jnp.ndarray, means: jnp.ndarray, covs: jnp.ndarra
     if diagonal:
         diff = X[:, None, :] - means[None]  # (N, C, D)
         return -0.5 * jnp.sum(diff**2 / covs[None] + jnp.log(covs)[None] + _LOG_2PI, axis=-1)
-    chol = jnp.linalg.cholesky(covs)  # (C, D, D)
+    chol = _cholesky(covs)                   # (C, D, D)
+    whiten = triangular_inverse_lower(chol)  # (C, D, D) L^{-1}
 
-    def one(mean, L):
-        z = solve_triangular(L, (X - mean).T, lower=True)  # (D, N)
+    def one(mean, L, L_inv):
+        z = L_inv @ (X - mean).T  # (D, N)
         half_logdet = jnp.sum(jnp.log(jnp.diagonal(L)))
         return -0.5 * jnp.sum(z**2, axis=0) - half_logdet - 0.5 * X.shape[1] * _LOG_2PI
 
-    return jax.vmap(one, out_axes=1)(means, chol)
+    return jax.vmap(one, out_axes=1)(means, chol, whiten)
+
+
+def _cholesky(a: jnp.ndarray) -> jnp.ndarray:
+    """Lower Cholesky factors of (..., D, D) in plain JAX, not jaxlib's LAPACK kernel: on CPU that kernel splits
+    its batch over XLA's intra-op thread pool and waits for the pieces on a pool thread; when two such calls run at
+    once on a 2-thread pool (a 2-core machine) both threads wait and nothing runs. Multi-restart EM fits on 1,000+
+    regions stalled at 0 % CPU in lapack_dpotrf_ffi / lapack_dgetrf_ffi (jaxlib 0.10.2; issue 17)."""
+    return jnp.vectorize(cholesky_lower, signature="(d,d)->(d,d)")(a)
 
 
 def _log_joint_terms(X, params, allowed, config):
@@ -130,7 +140,8 @@ def _update_means(stats, covs, tau2, config):
 
     def one(count, sum_x, cov):
         A = cov + count * jnp.diag(tau2)  # positive definite because Sigma_c is
-        return tau2 * cho_solve((jnp.linalg.cholesky(A), True), sum_x)
+        L_inv = triangular_inverse_lower(_cholesky(A))
+        return tau2 * (L_inv.T @ (L_inv @ sum_x))
 
     return jax.vmap(one)(stats.counts, stats.sum_x, covs)
 
@@ -191,10 +202,12 @@ def _log_prior(params: Params, hyper: Hyper, config: EMConfig) -> jnp.ndarray:
                           - rate / params.covs)
         else:
             psi = alpha * hyper.sigma_star
-            _, logdet_psi = jnp.linalg.slogdet(psi)
-            _, logdet_cov = jnp.linalg.slogdet(params.covs)
-            trace = jnp.trace(jnp.linalg.solve(params.covs, jnp.broadcast_to(psi, params.covs.shape)),
-                              axis1=-2, axis2=-1)
+            # log-determinants and tr(Sigma_c^{-1} Psi) through Cholesky factors (no LU; see _cholesky)
+            logdet_psi = 2.0 * jnp.sum(jnp.log(jnp.diagonal(_cholesky(psi))))
+            chol_cov = _cholesky(params.covs)
+            logdet_cov = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_cov, axis1=-2, axis2=-1)), axis=-1)
+            whiten = triangular_inverse_lower(chol_cov)                       # L_c^{-1}
+            trace = jnp.sum((whiten @ _cholesky(psi)) ** 2, axis=(-2, -1))   # ||L_c^{-1} chol(Psi)||_F^2
             lp += jnp.sum(0.5 * alpha * logdet_psi - 0.5 * alpha * n_features * jnp.log(2.0)
                           - multigammaln(0.5 * alpha, n_features)
                           - 0.5 * (alpha + n_features + 1.0) * logdet_cov - 0.5 * trace)

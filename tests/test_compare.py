@@ -6,7 +6,7 @@ import numpyro.distributions as dist
 import pytest
 
 import zoo
-from zoo.compare import compare, heldout_log_density
+from zoo.comparison import compare, heldout_log_density
 
 pytestmark = pytest.mark.filterwarnings("ignore::zoo.convergence.ConvergenceWarning")
 #: the mixture fixture compiles NUTS and SVI on carbonetto03's program: about a minute on one core

@@ -26,6 +26,7 @@ _PUBLIC = {
     "load_dataset": "zoo.data.location",
     "ModelSpec": "zoo.registry", "register_method": "zoo.registry", "register_model": "zoo.registry",
     "Fit": "zoo.results", "to_inference_data": "zoo.results", "load_fit": "zoo.persist",
+    "compare": "zoo.comparison", "kernel": "zoo.kernels",
 }
 __all__ = sorted([*_PUBLIC, "catalog", "methods", "ModelCard"])
 
