@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 
-import zoo.data.carbonetto03  # noqa: F401  (registers the synthetic loaders)
 from zoo.data.containers import AnnotatedRegions, check_features
 from zoo.inference import em
 from zoo.options import boolean, nonnegative_float, positive_float, positive_int

@@ -21,13 +21,13 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 
-import zoo.data.gustafson07  # noqa: F401  (registers the synthetic data sets)
 from zoo.data.containers import AnnotatedRegions
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.label_feature_gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
 from zoo.inference.label_feature_state import BetaMixture, RegionProblem
 from zoo.models.feature_selection import DeltaOmegaPrior, default_alpha_prior, feature_selection_model
+from zoo.options import positive_float
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
@@ -119,26 +119,20 @@ def region_arrays(data: AnnotatedRegions, mean=None, scale=None) -> RegionArrays
 
 # ---------------------------------------------------------------------------------------------------- model specs
 
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}: expected a positive number, got {value!r}")
-    return float(value)
-
-
 def _build(variant: str, *, a_extra: float = 2.0, v_scale: float = 0.5, b: float = 1.0, omega: float = 0.5,
            gamma: float = 10.0, nu_extra: float = 2.0, psi_scale: float = 1.0, kappa0: float = 1.0):
     """Options: a_extra (IW dof = d + a_extra), v_scale (V = v_scale d I), b (mu | Sigma ~ N(0, Sigma/b)); CVFS:
     omega, gamma (default alpha prior omega Beta(1,g) + (1-omega) Beta(g,1)), nu_extra, psi_scale, kappa0 (prior
     of (delta, Omega): Omega ~ IW_{p+nu_extra}((psi_scale I)^{-1}), delta | Omega ~ N(0, Omega/kappa0))."""
-    a_extra = _positive("a_extra", a_extra)
+    a_extra = positive_float(a_extra, "a_extra")
     if a_extra <= 1.0:
         raise ValueError(f"a_extra: must exceed 1 so the IW prior of Sigma_k is proper in every dimension, got {a_extra}")
-    cp = ConceptPrior(a_extra=a_extra, v_scale=_positive("v_scale", v_scale), b=_positive("b", b))
-    dop = DeltaOmegaPrior(nu_extra=_positive("nu_extra", nu_extra), psi_scale=_positive("psi_scale", psi_scale),
-                          kappa0=_positive("kappa0", kappa0))
+    cp = ConceptPrior(a_extra=a_extra, v_scale=positive_float(v_scale, "v_scale"), b=positive_float(b, "b"))
+    dop = DeltaOmegaPrior(nu_extra=positive_float(nu_extra, "nu_extra"),
+                          psi_scale=positive_float(psi_scale, "psi_scale"), kappa0=positive_float(kappa0, "kappa0"))
     if not 0 <= omega <= 1:
         raise ValueError(f"omega: expected a weight in [0, 1], got {omega!r}")
-    gamma = _positive("gamma", gamma)
+    gamma = positive_float(gamma, "gamma")
     options = dict(variant=variant, a_extra=cp.a_extra, v_scale=cp.v_scale, b=cp.b)
     priors: dict[str, Any] = {}
     if variant == "cvfs":

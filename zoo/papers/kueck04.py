@@ -29,13 +29,13 @@ from jax.scipy.special import log_ndtr
 from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
-from zoo.data import mil as _mil_data  # noqa: F401  (registers the loaders)
 from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, over_chains, run_chunk, sample_chunked
 from zoo.inference.mil_gibbs import (MILConfig, MILGibbs, MILHyper, MILProblem, MILState, build_mil_kernel, mil_draw,
                                      mixed_groups)
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
                                    LABEL_POSITIVE, gram_matrix, kernel_mil_program)
+from zoo.options import positive_float
 from zoo.priors import require_family
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
@@ -81,8 +81,8 @@ def _build(variant: str):
               ridge: float = 1e-8):
         if kernel not in KERNELS:
             raise ValueError(f"kernel: {kernel!r} is not one of {', '.join(KERNELS)}")
-        if width is not None and not (np.isfinite(width) and width > 0):
-            raise ValueError(f"width: must be a positive number, got {width!r}")
+        if width is not None:
+            width = positive_float(width, "width")
         if not isinstance(max_active, (int, np.integer)) or max_active < 1:
             raise ValueError(f"max_active: must be a positive int, got {max_active!r}")
         if not (np.isfinite(ridge) and ridge > 0):

@@ -19,11 +19,11 @@ import numpy as np
 import numpyro.distributions as dist
 from scipy.special import gammaln
 
-import zoo.data.corel5k  # noqa: F401  (registers the loaders)
 from zoo.data.containers import MultimodalCounts
 from zoo.inference import stick_breaking_vi as sbvi
 from zoo.inference import topic_vi
 from zoo.models import multimodal_topics as mt
+from zoo.options import nonnegative_float, positive_float, positive_int
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
@@ -61,13 +61,6 @@ class TopicFitState:
 
 
 # ------------------------------------------------------------------------------------------------ options
-def _positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}: expected a positive number, got {value!r}")
-    return float(value)
-
-
 def _n_factors(value, name):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name}: expected an int K >= 1, got {value!r}")
@@ -77,8 +70,8 @@ def _n_factors(value, name):
 def _build_lda(n_topics: int = 5, alpha: float = 1.0, alpha_w: float = 1.0, alpha_b: float = 1.0):
     """MoM-LDA with K = ``n_topics`` factors; hyperparameters all 1 as in Sec. 3.2.2."""
     k = _n_factors(n_topics, "n_topics")
-    opts = dict(n_topics=k, alpha=_positive(alpha, "alpha"), alpha_w=_positive(alpha_w, "alpha_w"),
-                alpha_b=_positive(alpha_b, "alpha_b"))
+    opts = dict(n_topics=k, alpha=positive_float(alpha, "alpha"), alpha_w=positive_float(alpha_w, "alpha_w"),
+                alpha_b=positive_float(alpha_b, "alpha_b"))
     program = functools.partial(mt.mom_lda, n_topics=k)
     return program, opts, mt.default_priors_lda(opts["alpha"], opts["alpha_w"], opts["alpha_b"])
 
@@ -87,8 +80,8 @@ def _build_hdp(truncation: int = 20, alpha: float = 1.0, alpha_pi: float = 1.0, 
                alpha_b: float = 1.0):
     """MoM-HDP truncated at K = ``truncation``: beta ~ GEM(alpha), pi_i ~ Dir(alpha_pi beta)."""
     k = _n_factors(truncation, "truncation")
-    opts = dict(truncation=k, alpha=_positive(alpha, "alpha"), alpha_pi=_positive(alpha_pi, "alpha_pi"),
-                alpha_w=_positive(alpha_w, "alpha_w"), alpha_b=_positive(alpha_b, "alpha_b"))
+    opts = dict(truncation=k, alpha=positive_float(alpha, "alpha"), alpha_pi=positive_float(alpha_pi, "alpha_pi"),
+                alpha_w=positive_float(alpha_w, "alpha_w"), alpha_b=positive_float(alpha_b, "alpha_b"))
     program = functools.partial(mt.mom_hdp, truncation=k, alpha_pi=opts["alpha_pi"])
     return program, opts, mt.default_priors_hdp(opts["alpha"], opts["alpha_w"], opts["alpha_b"])
 
@@ -214,13 +207,12 @@ def _bar_total(max_iter, chunk) -> int:
     return max(1, -(-int(max_iter) // chunk)) * chunk
 
 
-def _loop_options(max_iter, tol, local_steps):
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter: expected a positive int, got {max_iter!r}")
-    if isinstance(local_steps, bool) or not isinstance(local_steps, (int, np.integer)) or local_steps < 1:
-        raise ValueError(f"local_steps: expected a positive int, got {local_steps!r}")
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol: expected a non-negative number, got {tol!r}")
+def _loop_options(max_iter, tol, local_steps, chunk):
+    """The VI loops' options, checked before any computation (zoo.options)."""
+    positive_int(max_iter, "max_iter")
+    positive_int(local_steps, "local_steps")
+    positive_int(chunk, "chunk")
+    nonnegative_float(tol, "tol")
 
 
 register_model("yakhnenko.mom_lda", paper=PAPER, title="Multi-modal LDA of caption words and visual words",
@@ -238,7 +230,7 @@ def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
     restart with the highest ELBO makes the predictions."""
     _check_method_options(unknown, "mean_field_vi")
     data = check_counts(data)
-    _loop_options(max_iter, tol, local_steps)
+    _loop_options(max_iter, tol, local_steps, chunk)
     keys = _keys(seed, num_chains)
     k = spec.options["n_topics"]
     alpha = mt.dirichlet_concentration(spec.priors["pi"], k, "pi")
@@ -258,7 +250,7 @@ def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
     ``fixed_beta`` (K,) keeps beta fixed (then the fit is MoM-LDA with alpha = alpha_pi beta)."""
     _check_method_options(unknown, "stick_breaking_vi")
     data = check_counts(data)
-    _loop_options(max_iter, tol, local_steps)
+    _loop_options(max_iter, tol, local_steps, chunk)
     keys = _keys(seed, num_chains)
     k, alpha_pi = spec.options["truncation"], spec.options["alpha_pi"]
     stick_prior = _check_stick_prior(spec.priors["sticks"])
