@@ -8,10 +8,10 @@ starts), the same data and initialization for both.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import time
 from typing import Callable
+
+from zoo.discovery import import_submodules
 
 __all__ = ["register_benchmark", "benchmarks", "timeit_best"]
 
@@ -28,10 +28,7 @@ def register_benchmark(name: str, peer: str):
 
 
 def benchmarks() -> dict[str, tuple[Callable, str]]:
-    import zoo.experiments as experiments
-    for info in pkgutil.iter_modules(experiments.__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"zoo.experiments.{info.name}")
+    import_submodules("zoo.experiments")  # their @register_benchmark decorators fill the table
     return dict(sorted(_BENCHMARKS.items()))
 
 

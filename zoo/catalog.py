@@ -1,15 +1,15 @@
 """The catalog: every registered model with at least one working method.
 
 Paper modules live in ``zoo/papers/``; each registers its models, methods and data loaders at import time.
-``ensure_loaded`` imports them all once (discovered with pkgutil, so adding a paper touches no shared file).
+``ensure_loaded`` imports them all once (``zoo.discovery``, so adding a paper touches no shared file).
 This module itself imports only the standard library (``import zoo`` binds ``zoo.catalog`` to the function below
 without loading JAX); the registry loads on the first call.
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
+
+from zoo.discovery import import_submodules
 
 __all__ = ["ModelCard", "catalog", "methods", "ensure_loaded"]
 
@@ -31,10 +31,7 @@ def ensure_loaded() -> None:
     global _LOADED
     if _LOADED:
         return
-    import zoo.papers as papers
-    for info in sorted(pkgutil.iter_modules(papers.__path__), key=lambda m: m.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"zoo.papers.{info.name}")
+    import_submodules("zoo.papers")
     _LOADED = True
 
 

@@ -5,13 +5,12 @@ Every module of ``zoo.experiments`` (not starting with "_") that has ``reproduce
 """
 from __future__ import annotations
 
-import importlib
 import pathlib
-import pkgutil
 import sys
 import time
 import traceback
 
+from zoo.discovery import import_submodules
 from zoo.reports import (PaperReport, Section, Table, format_seconds, write_index_html, write_index_markdown,
                          write_paper_markdown)
 
@@ -20,15 +19,8 @@ __all__ = ["experiment_modules", "reproduce_papers", "run_paper"]
 
 def experiment_modules() -> dict:
     """{name: module} of the experiment modules with a ``reproduce`` function, sorted by name."""
-    import zoo.experiments as experiments
-
-    modules = {}
-    for info in sorted(pkgutil.iter_modules(experiments.__path__), key=lambda m: m.name):
-        if not info.name.startswith("_"):
-            module = importlib.import_module(f"zoo.experiments.{info.name}")
-            if hasattr(module, "reproduce"):
-                modules[info.name] = module
-    return modules
+    return {name: module for name, module in import_submodules("zoo.experiments").items()
+            if hasattr(module, "reproduce")}
 
 
 def _failure_report(name: str, error: BaseException) -> PaperReport:

@@ -17,7 +17,6 @@ import importlib.util
 import inspect
 import json
 import pathlib
-import pkgutil
 import sys
 
 __all__ = ["SNAPSHOT_PATH", "source_fingerprint", "load", "build", "current", "write"]
@@ -69,8 +68,8 @@ def _option_defaults(build) -> dict[str, str]:
 
 
 def _experiment_names() -> list[str]:
-    import zoo.experiments as experiments
-    return sorted(m.name for m in pkgutil.iter_modules(experiments.__path__) if not m.name.startswith("_"))
+    from zoo.discovery import submodule_names
+    return submodule_names("zoo.experiments")
 
 
 def build() -> dict:

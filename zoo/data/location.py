@@ -9,11 +9,11 @@ directory) when it exists. A loader registered with ``@register_loader(name, des
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import pathlib
-import pkgutil
 from typing import Callable
+
+from zoo.discovery import import_submodules
 
 __all__ = ["DatasetInfo", "data_root", "dataset_path", "register_loader", "load_dataset", "list_datasets",
            "datasets", "dataset_status"]
@@ -92,10 +92,7 @@ def _discover() -> None:
     global _DISCOVERED
     if _DISCOVERED:
         return
-    package = importlib.import_module("zoo.data")
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"zoo.data.{info.name}")
+    import_submodules("zoo.data")
     _DISCOVERED = True
 
 
