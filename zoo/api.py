@@ -68,9 +68,10 @@ def _with_provenance(result: Fit, spec: ModelSpec, options: Mapping, seed: int, 
     for group in result.idata.groups():
         getattr(result.idata, group).attrs.update(attrs)
     if result.inference == "mcmc":
-        message = convergence.advice(result.diagnose())
+        table = result.diagnose()
+        message = convergence.advice(table)
         if message:
-            warnings.warn(message, convergence.ConvergenceWarning, stacklevel=3)
+            warnings.warn(convergence.ConvergenceWarning(message, convergence.failing_sites(table)), stacklevel=3)
     return result
 
 

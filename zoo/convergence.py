@@ -22,7 +22,11 @@ ESS_PER_CHAIN_MIN = 100
 
 
 class ConvergenceWarning(UserWarning):
-    """Issued by ``zoo.fit`` after an MCMC run whose headline sites fail the checks."""
+    """Issued by ``zoo.fit`` after an MCMC run whose headline sites fail the checks; ``sites`` names them."""
+
+    def __init__(self, message: str, sites: Sequence[str] = ()):
+        super().__init__(message)
+        self.sites = tuple(sites)
 
 
 def _arviz():

@@ -9,7 +9,9 @@ import pathlib
 import sys
 import time
 import traceback
+import warnings
 
+from zoo.convergence import ConvergenceWarning
 from zoo.discovery import import_submodules
 from zoo.reports import (PaperReport, Section, Table, format_seconds, write_index_html, write_index_markdown,
                          write_paper_markdown)
@@ -21,6 +23,15 @@ def experiment_modules() -> dict:
     """{name: module} of the experiment modules with a ``reproduce`` function, sorted by name."""
     return {name: module for name, module in import_submodules("zoo.experiments").items()
             if hasattr(module, "reproduce")}
+
+
+def _convergence_note(caught: list, fast: bool) -> str:
+    """One note on the fits whose chains failed zoo.fit's convergence checks, with the sites named."""
+    sites = sorted({site for w in caught for site in getattr(w.message, "sites", ())})
+    setting = "the --fast settings' short chains" if fast else "these settings"
+    return (f"{len(caught)} MCMC fit(s) did not pass the convergence checks (r-hat < 1.01, bulk and tail ESS >= 100 "
+            f"per chain; Vehtari et al. 2021) with {setting}; sites concerned: {', '.join(sites) or 'see fit.diagnose()'}. "
+            f"Their numbers carry Monte Carlo error beyond what the tables show.")
 
 
 def _failure_report(name: str, error: BaseException) -> PaperReport:
@@ -38,14 +49,24 @@ def run_paper(name: str, module, out_root: pathlib.Path, fast: bool) -> tuple[Pa
     out.mkdir(parents=True, exist_ok=True)
     print(f"=== reproduce {name} ({'fast' if fast else 'full'}) -> {out}", flush=True)
     t0 = time.perf_counter()
-    try:
-        report = module.reproduce(out, fast=fast)
-        ok = True
-    except Exception as error:  # noqa: BLE001 - reported in the index and on stderr, the run returns 1
-        traceback.print_exc()
-        report, ok = _failure_report(name, error), False
+    with warnings.catch_warnings(record=True) as caught:
+        # convergence checks of the experiments' (short) chains are findings for the report, not console noise;
+        # every other warning is shown as it would be
+        warnings.simplefilter("always", ConvergenceWarning)
+        try:
+            report = module.reproduce(out, fast=fast)
+            ok = True
+        except Exception as error:  # noqa: BLE001 - reported in the index and on stderr, the run returns 1
+            traceback.print_exc()
+            report, ok = _failure_report(name, error), False
+    convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    for w in caught:
+        if not issubclass(w.category, ConvergenceWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not isinstance(report, PaperReport):
         report = PaperReport(paper=name, title=name, notes=["this experiment returned no PaperReport"])
+    if convergence:
+        report.notes.append(_convergence_note(convergence, fast))
     report.seconds = time.perf_counter() - t0
     write_paper_markdown(report, out)
     print(f"=== {name} done in {format_seconds(report.seconds)}", flush=True)
