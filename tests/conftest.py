@@ -17,6 +17,15 @@ import pytest  # noqa: E402
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_code():
+    """Drop JAX's compiled executables after each test module. The suite compiles hundreds of samplers in one
+    process; with all of them kept, XLA's compiler crashed (a segmentation fault inside backend_compile_and_load)
+    two thirds of the way through a CI run, while each module passes alone."""
+    yield
+    jax.clear_caches()
+
+
 @pytest.fixture
 def run_notebook(monkeypatch):
     """Execute ``notebooks/<name>.ipynb`` in its fast setting; returns the executed notebook.
