@@ -2,9 +2,10 @@
 
 ``zoo --help``, ``zoo list`` and ``zoo fit --help`` answer from ``catalog_snapshot.json``, a file shipped in the
 package, instead of importing the paper modules (which load JAX, NumPyro and ArviZ: seconds on a small machine).
-The snapshot records a fingerprint of the sources it was made from (every ``.py`` file of the ``zoo`` package and
-of ``zoo.models``); when the sources change, the fingerprint no longer matches and ``current()`` builds the
-catalog live instead, so a stale snapshot is slow, never wrong. Regenerate it with ``python -m zoo.snapshot``
+The snapshot records a fingerprint of the sources it was made from (``CATALOG_SOURCES``: the papers, data and
+experiment modules, the registry and what builds the snapshot, and ``zoo.models``); when those sources change, the
+fingerprint no longer matches and ``current()`` builds the catalog live instead, so a stale snapshot is slow, never
+wrong. Regenerate it with ``python -m zoo.snapshot``
 (the test suite checks that it is fresh).
 
 This module imports only the standard library until a live build is needed.
@@ -24,25 +25,35 @@ __all__ = ["SNAPSHOT_PATH", "source_fingerprint", "load", "build", "current", "w
 SNAPSHOT_PATH = pathlib.Path(__file__).resolve().parent / "catalog_snapshot.json"
 
 
-def _source_dirs() -> list[pathlib.Path]:
-    """The ``zoo`` package directory and the directory ``zoo.models`` maps to (``models/`` in a checkout)."""
-    dirs = [pathlib.Path(__file__).resolve().parent]
+#: What the snapshot is made of: the registration modules (papers, data, experiments) and the modules that turn
+#: them into the snapshot (a change elsewhere, e.g. in a kernel or the results, cannot change it).
+CATALOG_SOURCES = ("papers", "data", "experiments", "registry.py", "generic.py", "bench.py", "catalog.py",
+                   "discovery.py", "snapshot.py")
+
+
+def _source_files() -> list[tuple[str, pathlib.Path]]:
+    """(label, path) of every ``.py`` file the catalog depends on: ``CATALOG_SOURCES`` of the ``zoo`` package and
+    the programs of ``zoo.models`` (their default priors and options)."""
+    package = pathlib.Path(__file__).resolve().parent
+    roots = [(f"zoo/{name}", package / name) for name in CATALOG_SOURCES]
     spec = importlib.util.find_spec("zoo.models")
     if spec is not None and spec.submodule_search_locations:
-        dirs.extend(pathlib.Path(p).resolve() for p in spec.submodule_search_locations)
-    return list(dict.fromkeys(dirs))
+        roots += [("models", pathlib.Path(p).resolve()) for p in spec.submodule_search_locations]
+    files = []
+    for label, root in roots:
+        paths = [root] if root.is_file() else sorted(root.rglob("*.py"))
+        files += [(f"{label}/{p.relative_to(root).as_posix()}" if p != root else label, p) for p in paths
+                  if "__pycache__" not in p.parts]
+    return files
 
 
 def source_fingerprint() -> str:
-    """sha256 over the relative path and bytes of every ``.py`` file the catalog can depend on."""
+    """sha256 over the label and bytes of every ``.py`` file the catalog depends on (``_source_files``)."""
     digest = hashlib.sha256()
-    for base in _source_dirs():
-        for path in sorted(base.rglob("*.py")):
-            if "__pycache__" in path.parts:
-                continue
-            digest.update(f"{base.name}/{path.relative_to(base).as_posix()}\0".encode())
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+    for label, path in _source_files():
+        digest.update(f"{label}\0".encode())
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
     return digest.hexdigest()
 
 
