@@ -62,7 +62,7 @@ def test_save_figure_enforces_size_and_resolution(tmp_path):
     path = save_figure(fig, tmp_path / "small.png", dpi=50)
     width, height = _png_size(path)
     assert width >= 600 and height >= 400          # at least 6 x 4 inches at 100 dpi
-    assert not plt.get_fignums()                   # closed
+    assert fig.number not in plt.get_fignums()     # closed (other tests may leave their own open)
 
 
 def test_index_markdown_round_trip(tmp_path):

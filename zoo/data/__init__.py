@@ -5,3 +5,12 @@ from zoo.data.location import (DatasetInfo, data_root, dataset_path, dataset_sta
 
 __all__ = ["AnnotatedRegions", "Bags", "DatasetInfo", "Matrix", "MultimodalCounts", "check_features", "data_root",
            "dataset_path", "dataset_status", "datasets", "list_datasets", "load_dataset", "register_loader"]
+
+
+def __getattr__(name: str):
+    """``zoo.data.<module>`` without importing it first (e.g. ``zoo.data.corel5k.simulate_multimodal``)."""
+    import importlib
+    import importlib.util
+    if importlib.util.find_spec(f"zoo.data.{name}") is not None:
+        return importlib.import_module(f"zoo.data.{name}")
+    raise AttributeError(f"module 'zoo.data' has no attribute {name!r}")
