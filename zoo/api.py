@@ -11,7 +11,7 @@ from zoo.generic import GENERIC_KINDS, GENERIC_METHODS
 from zoo.options import check_common_options, check_known, seed_value
 from zoo.provenance import provenance_attrs
 from zoo.registry import ModelSpec
-from zoo.results import Fit, set_aside_point_log_likelihood
+from zoo.results import Fit
 
 __all__ = ["model", "fit"]
 
@@ -52,9 +52,7 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
         check_known(options, registry.option_names(GENERIC_METHODS[name]), f"method {name!r}")
         result = _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec,
                                      **check_common_options(options))
-        result.idata.posterior.attrs["zoo_inference"] = GENERIC_KINDS[name]
-        if result.inference == "point estimate":
-            set_aside_point_log_likelihood(result.idata)
+        registry.mark_inference(result, GENERIC_KINDS[name])
         return _with_provenance(result, user_spec, options, seed, data, time.perf_counter() - start)
     raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, got {type(spec).__name__}")
 

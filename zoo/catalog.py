@@ -13,7 +13,6 @@ from zoo.discovery import import_submodules
 
 __all__ = ["ModelCard", "catalog", "methods", "ensure_loaded"]
 
-_LOADED = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,11 +27,8 @@ class ModelCard:
 
 
 def ensure_loaded() -> None:
-    global _LOADED
-    if _LOADED:
-        return
+    """Import every paper module (once: ``import_submodules`` scans a package once per process)."""
     import_submodules("zoo.papers")
-    _LOADED = True
 
 
 def catalog() -> list[ModelCard]:

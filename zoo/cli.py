@@ -207,14 +207,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("list", parents=[debug], formatter_class=_Formatter, help="models, their inference methods and data sets",
+    p = sub.add_parser("list", parents=[debug], formatter_class=_Formatter,
+                       help="models, their inference methods and data sets",
                        description="Every model id with its data kind, default method and other methods.")
     p.add_argument("--datasets", action="store_true",
                    help="also list the data sets: real ones marked present or missing, with the folder they are "
                         "read from ($ZOO_DATA, else ../shared/data beside the repository)")
     p.set_defaults(run=_cmd_list)
 
-    p = sub.add_parser("fit", parents=[debug], formatter_class=_Formatter, help="fit a model, print its summary, write netCDF",
+    p = sub.add_parser("fit", parents=[debug], formatter_class=_Formatter,
+                       help="fit a model, print its summary, write netCDF",
                        description="Fit MODEL to a data set or an array file; prints the fit and the ArviZ summary "
                                    "of its headline sites and writes the InferenceData as netCDF.")
     p.add_argument("model", help="model id, e.g. carbonetto03.shrinkage_mixture (see `zoo list`)")
@@ -244,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(run=_cmd_predict)
 
-    p = sub.add_parser("reproduce", parents=[debug], formatter_class=_Formatter, help="reproduce papers' experiments into a report",
+    p = sub.add_parser("reproduce", parents=[debug], formatter_class=_Formatter,
+                       help="reproduce papers' experiments into a report",
                        description="Run a paper's experiments (or all) and write tables and figures, with "
                                    "reports/index.md and a self-contained reports/index.html.")
     p.add_argument("paper", help="an experiment module (carbonetto03, gustafson07, kueck04, regions, ross03, "
@@ -253,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports", help="report folder")
     p.set_defaults(run=_cmd_reproduce)
 
-    p = sub.add_parser("bench", parents=[debug], formatter_class=_Formatter, help="benchmarks against peer libraries (JSON + table)",
+    p = sub.add_parser("bench", parents=[debug], formatter_class=_Formatter,
+                       help="benchmarks against peer libraries (JSON + table)",
                        description="Speed against a named peer in the same run, single-threaded, after JIT "
                                    "compilation (compile time reported apart).")
     p.add_argument("name", nargs="?", default=None, help="benchmark name (gmm, mcvq, cvfs, mil, ...) or all")

@@ -2,6 +2,7 @@
 or an experiment touches no shared file. Standard library only (the command line uses it before JAX loads)."""
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 from types import ModuleType
@@ -16,6 +17,7 @@ def submodule_names(package: str) -> list[str]:
     return sorted(info.name for info in pkgutil.iter_modules(path) if not info.name.startswith("_"))
 
 
+@functools.cache
 def import_submodules(package: str) -> dict[str, ModuleType]:
-    """{name: module} of ``submodule_names(package)``, each imported (once: Python caches modules)."""
+    """{name: module} of ``submodule_names(package)``, each imported; the package is scanned once per process."""
     return {name: importlib.import_module(f"{package}.{name}") for name in submodule_names(package)}

@@ -131,7 +131,8 @@ def _check_shape(site: str, prior: dist.Distribution, default: dist.Distribution
     wanted = tuple(default.batch_shape) + tuple(default.event_shape)
     if tuple(prior.event_shape) != tuple(default.event_shape) or \
             (tuple(prior.batch_shape) not in ((), tuple(default.batch_shape))):
-        raise ValueError(f"priors[{site!r}]: a {type(prior).__name__} of shape {shape} (batch {tuple(prior.batch_shape)}, "
+        raise ValueError(f"priors[{site!r}]: a {type(prior).__name__} of shape {shape} "
+                         f"(batch {tuple(prior.batch_shape)}, "
                          f"event {tuple(prior.event_shape)}), but the site takes shape {wanted} (batch "
                          f"{tuple(default.batch_shape)}, event {tuple(default.event_shape)}; its default prior is a "
                          f"{type(default).__name__}); give scalar parameters or the site's shape")

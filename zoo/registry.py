@@ -180,11 +180,17 @@ def run_method(spec: ModelSpec, name: str | None, data: Any, seed: int, options:
     fit = method.runner(spec, data, seed=seed, **check_common_options(options))
     fit = dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
                               headline=fit.headline or list(entry.headline) or None)
-    fit.idata.posterior.attrs["zoo_inference"] = method.kind or fit.inference
-    if fit.inference == "point estimate":
-        set_aside_point_log_likelihood(fit.idata)
+    mark_inference(fit, method.kind)
     _add_relabelled(fit, entry.exchangeable)
     return fit
+
+
+def mark_inference(fit, kind: str | None) -> None:
+    """Record what the fit's posterior holds (``kind``, else judged from its draws) and keep a point estimate's
+    log likelihood out of ArviZ's ``log_likelihood`` group (``set_aside_point_log_likelihood``)."""
+    fit.idata.posterior.attrs["zoo_inference"] = kind or fit.inference
+    if fit.inference == "point estimate":
+        set_aside_point_log_likelihood(fit.idata)
 
 
 def _add_relabelled(fit, exchangeable: Mapping[str, int]) -> None:

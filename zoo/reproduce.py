@@ -30,7 +30,8 @@ def _convergence_note(caught: list, fast: bool) -> str:
     sites = sorted({site for w in caught for site in getattr(w.message, "sites", ())})
     setting = "the --fast settings' short chains" if fast else "these settings"
     return (f"{len(caught)} MCMC fit(s) did not pass the convergence checks (r-hat < 1.01, bulk and tail ESS >= 100 "
-            f"per chain; Vehtari et al. 2021) with {setting}; sites concerned: {', '.join(sites) or 'see fit.diagnose()'}. "
+            f"per chain; Vehtari et al. 2021) with {setting}; "
+            f"sites concerned: {', '.join(sites) or 'see fit.diagnose()'}. "
             f"Their numbers carry Monte Carlo error beyond what the tables show.")
 
 

@@ -42,7 +42,8 @@ def _numpy_error(path: pathlib.Path, err: Exception) -> ValueError:
     if "allow_pickle" in text or "Object arrays" in text:
         return ValueError(f"{path}: holds object arrays, which would need pickle to read; the zoo reads numeric "
                           f"arrays only (save them with numeric dtypes)")
-    return ValueError(f"{path}: not a readable NumPy file ({type(err).__name__}: {text.splitlines()[0] if text else ''})")
+    first = text.splitlines()[0] if text else ""
+    return ValueError(f"{path}: not a readable NumPy file ({type(err).__name__}: {first})")
 
 
 def read_npz(path: str | os.PathLike, required: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
@@ -55,7 +56,8 @@ def read_npz(path: str | os.PathLike, required: tuple[str, ...] = ()) -> dict[st
                 raise ValueError(f"{path}: a single array (.npy content), not an .npz archive")
             missing = [name for name in required if name not in archive.files]
             if missing:
-                raise ValueError(f"{path}: no array named {missing[0]!r} (it has: {', '.join(archive.files) or 'none'})")
+                present = ", ".join(archive.files) or "none"
+                raise ValueError(f"{path}: no array named {missing[0]!r} (it has: {present})")
             return {name: archive[name] for name in archive.files}
     except ValueError as err:
         if str(err).startswith(str(path)):

@@ -33,7 +33,6 @@ class DatasetInfo:
 
 
 _LOADERS: dict[str, tuple[Callable, DatasetInfo]] = {}
-_DISCOVERED = False
 
 
 def data_root() -> pathlib.Path | None:
@@ -88,12 +87,8 @@ def register_loader(name: str, description: str = "", *, files: tuple[str, ...] 
 
 
 def _discover() -> None:
-    """Import every module of ``zoo.data`` once (their ``@register_loader`` decorators fill the registry)."""
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
+    """Import every module of ``zoo.data`` (once; their ``@register_loader`` decorators fill the registry)."""
     import_submodules("zoo.data")
-    _DISCOVERED = True
 
 
 def datasets() -> list[DatasetInfo]:

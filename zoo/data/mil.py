@@ -28,17 +28,20 @@ def load_mil_benchmark(name: str) -> Bags:
     return Bags(X=f["X"], bag_ids=f["bag_ids"], bag_labels=f["bag_labels"])
 
 
-@register_loader("musk1", "Musk1 MIL benchmark (92 molecules, 476 conformations, 166 features)", files=("mil_benchmarks/musk1.npz",))
+@register_loader("musk1", "Musk1 MIL benchmark (92 molecules, 476 conformations, 166 features)",
+                 files=("mil_benchmarks/musk1.npz",))
 def _musk1() -> Bags:
     return load_mil_benchmark("musk1")
 
 
-@register_loader("musk2", "Musk2 MIL benchmark (102 molecules, 6598 conformations, 166 features)", files=("mil_benchmarks/musk2.npz",))
+@register_loader("musk2", "Musk2 MIL benchmark (102 molecules, 6598 conformations, 166 features)",
+                 files=("mil_benchmarks/musk2.npz",))
 def _musk2() -> Bags:
     return load_mil_benchmark("musk2")
 
 
-@register_loader("elephant", "Elephant MIL benchmark (200 Corel images, 1391 regions, 230 features)", files=("mil_benchmarks/elephant.npz",))
+@register_loader("elephant", "Elephant MIL benchmark (200 Corel images, 1391 regions, 230 features)",
+                 files=("mil_benchmarks/elephant.npz",))
 def _elephant() -> Bags:
     return load_mil_benchmark("elephant")
 
