@@ -13,10 +13,13 @@ import pathlib
 import tomllib
 from typing import Any, Iterable, Mapping
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro.distributions as dist
 
-__all__ = ["ALLOWED_DISTRIBUTIONS", "parse_prior", "load_priors_toml", "resolve_priors", "require_family"]
+__all__ = ["ALLOWED_DISTRIBUTIONS", "parse_prior", "load_priors_toml", "resolve_priors", "require_family",
+           "dirichlet_concentration", "inverse_gamma_parameters", "beta_parameters", "beta_mixture_parameters"]
 
 #: The distributions a prior string may name (NumPyro classes of the same name).
 ALLOWED_DISTRIBUTIONS = {
@@ -174,3 +177,85 @@ def require_family(priors: Mapping[str, dist.Distribution], site: str, families:
         raise ValueError(f"priors[{site!r}]: this method's conjugate update needs a prior of family {names}; "
                          f"got {prior.__class__.__name__}. Use a generic method (see zoo.methods) or keep the family.")
     return prior
+
+
+# ---------------------------------------------------------------------------------------------------- adapters
+# A conjugate kernel needs numbers, not a distribution object: these read them off a resolved prior, with the
+# family and the shape checked, and raise ValueErrors naming the site (one place for every paper module).
+
+def _family_error(site: str, wanted: str, prior: Any, needed_by: str) -> ValueError:
+    return ValueError(f"priors[{site!r}]: {needed_by} needs a prior of family {wanted}; got "
+                      f"{type(prior).__name__}. Use a generic method (see zoo.methods) or keep the family.")
+
+
+def _concrete(site: str, value: Any) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, jax.errors.ConcretizationTypeError):
+        raise ValueError(f"priors[{site!r}]: the prior's parameters must be concrete numbers, not traced values") \
+            from None
+
+
+def dirichlet_concentration(prior: dist.Distribution, size: int, site: str, *, minimum: float | None = None,
+                            needed_by: str = "this method") -> np.ndarray:
+    """The (size,) float64 concentration of a Dirichlet prior given with length 1 (symmetric) or ``size``.
+
+    ``minimum`` (e.g. 1 for a MAP M-step that must stay interior) is checked elementwise.
+    """
+    if not isinstance(prior, dist.Dirichlet):
+        raise _family_error(site, "Dirichlet", prior, needed_by)
+    conc = _concrete(site, prior.concentration)
+    if conc.ndim != 1 or conc.shape[0] not in (1, size):
+        raise ValueError(f"priors[{site!r}]: concentration must have length 1 (symmetric) or {size}, "
+                         f"got shape {conc.shape}")
+    if minimum is not None and np.any(conc < minimum):
+        raise ValueError(f"priors[{site!r}]: {needed_by} needs Dirichlet concentrations >= {minimum}, got {conc}")
+    return np.broadcast_to(conc, (size,)).copy()
+
+
+def inverse_gamma_parameters(prior: dist.Distribution, site: str, *, improper_ok: bool = False,
+                             needed_by: str = "this method") -> tuple[float, float]:
+    """(concentration a, rate b) of a scalar InverseGamma(a, b) prior, density proportional to x^-(a+1) e^(-b/x).
+
+    ``improper_ok`` also accepts ``zoo.models.shrinkage_mixture.ImproperInverseGamma`` (a <= 0 or b = 0 allowed).
+    """
+    from zoo.models.shrinkage_mixture import ImproperInverseGamma  # models import nothing of zoo's user layer
+    families = (dist.InverseGamma, ImproperInverseGamma) if improper_ok else (dist.InverseGamma,)
+    if not isinstance(prior, families):
+        raise _family_error(site, " or ".join(f.__name__ for f in families), prior, needed_by)
+    a, b = _concrete(site, prior.concentration), _concrete(site, prior.rate)
+    if a.shape != () or b.shape != ():
+        raise ValueError(f"priors[{site!r}]: {needed_by} needs a scalar InverseGamma, got parameter shapes "
+                         f"{a.shape} and {b.shape}")
+    return float(a), float(b)
+
+
+def beta_parameters(prior: dist.Distribution, site: str, *, needed_by: str = "this method") -> tuple[float, float]:
+    """(concentration1 a, concentration0 b) of a scalar Beta(a, b) prior."""
+    if not isinstance(prior, dist.Beta):
+        raise _family_error(site, "Beta", prior, needed_by)
+    a, b = _concrete(site, prior.concentration1), _concrete(site, prior.concentration0)
+    if a.shape != () or b.shape != ():
+        raise ValueError(f"priors[{site!r}]: {needed_by} needs a scalar Beta, got parameter shapes "
+                         f"{a.shape} and {b.shape}")
+    return float(a), float(b)
+
+
+def beta_mixture_parameters(prior: dist.Distribution, site: str, *, needed_by: str = "this method"
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights (C,), a (C,), b (C,)) of a Beta (C = 1) or a MixtureSameFamily of C Betas on a scalar site."""
+    if isinstance(prior, dist.Beta):
+        a, b = _concrete(site, prior.concentration1), _concrete(site, prior.concentration0)
+        if a.shape != () or b.shape != ():
+            raise ValueError(f"priors[{site!r}]: needs a scalar Beta, got parameter shapes {a.shape} and {b.shape}")
+        return np.ones(1), a.reshape(1), b.reshape(1)
+    if isinstance(prior, dist.MixtureSameFamily) and isinstance(prior.component_distribution, dist.Beta):
+        comp = prior.component_distribution
+        weights = _concrete(site, prior.mixing_distribution.probs)
+        a, b = _concrete(site, comp.concentration1), _concrete(site, comp.concentration0)
+        a, b = np.broadcast_to(a, weights.shape).copy(), np.broadcast_to(b, weights.shape).copy()
+        if weights.ndim != 1:
+            raise ValueError(f"priors[{site!r}]: needs one mixture of Betas, got mixing weights of shape "
+                             f"{weights.shape}")
+        return weights, a, b
+    raise _family_error(site, "Beta or MixtureSameFamily of Betas", prior, needed_by)
