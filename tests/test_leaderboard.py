@@ -1,0 +1,128 @@
+"""zoo.leaderboard and zoo.baselines: the protocol on a tiny synthetic AnnotatedRegions, hand-checked metrics
+and baselines, and no test-fold leakage."""
+import numpy as np
+import pytest
+
+from zoo import baselines as bl
+from zoo import leaderboard as lb
+from zoo.data import AnnotatedRegions
+
+
+def synthetic(n_images=24, seed=0):
+    """3 words, each a Gaussian blob in 2-D; each image holds 2 words, one region per word plus a copy."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])
+    X, ids, labels, keywords = [], [], [], []
+    vocab = ["a", "b", "c"]
+    for i in range(n_images):
+        words = rng.choice(3, 2, replace=False)
+        keywords.append([vocab[w] for w in words])
+        for w in (*words, words[0]):
+            X.append(centres[w] + 0.3 * rng.standard_normal(2))
+            ids.append(i)
+            labels.append(w)
+    return AnnotatedRegions(np.array(X), np.array(ids), keywords, vocab, region_labels=np.array(labels))
+
+
+def test_tie_accuracy_by_hand():
+    scores = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0], [0.0, 0.0, 0.0], [5.0, 0.0, 0.0]])
+    labels = np.array([0, 2, 1, -1])
+    # region 0: tie of 2 -> 1/2; region 1: argmax 1 != 2 -> 0; region 2: three-way tie -> 1/3; region 3 unscored
+    assert lb.tie_accuracy(scores, labels) == pytest.approx((0.5 + 0 + 1 / 3) / 3)
+    allowed = np.array([[1, 0, 0], [0, 0, 1], [0, 1, 1], [1, 1, 1]], bool)
+    assert lb.tie_accuracy(scores, labels, allowed) == pytest.approx((1 + 1 + 0.5) / 3)
+    assert lb.tie_accuracy(scores, np.array([-2, 1, 1, -1])) == pytest.approx((0 + 1 + 1 / 3) / 3)
+
+
+def test_chance_and_word_frequency_by_hand():
+    train = AnnotatedRegions(np.zeros((3, 1)), [0, 1, 2], [["a"], ["a", "b"], ["a", "c"]], ["a", "b", "c"])
+    test = AnnotatedRegions(np.zeros((2, 1)), [0, 0], [()], ["a", "b", "c"], allow_unannotated=True)
+    np.testing.assert_allclose(bl.word_frequency_scores(train, test), [[1, 1 / 3, 1 / 3]] * 2)
+    split = lb.Split(train, test, np.array([1, 0]), np.array([[True, True, False]]), np.array([2]))
+    metrics = lb.evaluate(lb.Scores(bl.chance_scores(train, test), True), split)
+    assert metrics["caption_acc"] == pytest.approx(0.5) and metrics["free_acc"] == pytest.approx(1 / 3)
+    assert metrics["log_density"] == pytest.approx(np.log(1 / 3))
+    # image annotation: k = min(5, W) = 3 words, all 3 taken; the caption has 2 -> P = 2/3, R = 1
+    assert metrics["P@5"] == pytest.approx(2 / 3) and metrics["R@5"] == pytest.approx(1.0)
+
+
+def test_inherited_labels_and_cooccurrence_by_hand():
+    train = AnnotatedRegions(np.array([[0.0], [0.0], [10.0], [10.0]]), [0, 0, 1, 1], [["a", "b"], ["b"]],
+                             ["a", "b"])
+    rows, words, weights, groups = bl.inherited_labels(train)
+    np.testing.assert_array_equal(rows, [0, 0, 1, 1, 2, 3])
+    np.testing.assert_array_equal(words, [0, 1, 0, 1, 1, 1])
+    np.testing.assert_allclose(weights, [0.5, 0.5, 0.5, 0.5, 1, 1])
+    test = AnnotatedRegions(np.array([[0.0], [10.0]]), [0, 0], [()], ["a", "b"], allow_unannotated=True)
+    p = bl.cooccurrence_scores(train, test, n_visual_words=1)   # one token: weighted counts a = 1, b = 3
+    np.testing.assert_allclose(p, [[(1 + 1e-3) / (4 + 2e-3), (3 + 1e-3) / (4 + 2e-3)]] * 2)
+
+
+def test_baselines_recover_separable_words():
+    data = synthetic()
+    split = lb.make_split(data, seed=0)
+    for fn in (bl.naive_bayes_scores, bl.logistic_regression_scores, bl.supervised_scores, bl.si_svm_scores):
+        scores = fn(split.train, split.blind)
+        assert lb.tie_accuracy(scores, split.labels) > 0.9, fn.__name__
+    scores = bl.mi_svm_scores(split.train, split.blind)
+    # per-word SVMs' decision values are not calibrated against each other: well above chance (1/2), not perfect
+    assert lb.tie_accuracy(scores, split.labels, split.keywords[split.blind.image_ids]) > 0.75
+
+
+def test_split_standardizes_with_training_data_and_hides_test_captions():
+    data = synthetic()
+    split = lb.make_split(data, seed=3)
+    np.testing.assert_allclose(split.train.X.mean(axis=0), 0, atol=1e-12)
+    assert all(len(k) == 0 for k in split.blind.keywords) and split.blind.region_labels is None
+    assert split.train.n_images + split.keywords.shape[0] == data.n_images
+    other = lb.make_split(data, seed=4)
+    assert not np.array_equal(split.labels, other.labels) or split.train.X.shape != other.train.X.shape
+
+
+def test_no_test_fold_leakage():
+    """Scores do not change when the test images' captions and labels change (methods never see them)."""
+    data = synthetic()
+    rng = np.random.default_rng(1)
+    split = lb.make_split(data, seed=0)
+    test_images = set(range(data.n_images)) - set()
+    shuffled = AnnotatedRegions(data.X, data.image_ids,
+                                [kw if i % 2 else list(rng.choice(["a", "b", "c"], 1)) for i, kw in
+                                 enumerate(data.keywords)], data.vocabulary,
+                                region_labels=data.region_labels)
+    # only images that are in the test fold of split 0 differ in a way the methods could read
+    train_names = [tuple(k) for k in split.train.keywords]
+    split2 = lb.make_split(shuffled, seed=0)
+    assert len(test_images) == data.n_images
+    if [tuple(k) for k in split2.train.keywords] == train_names:
+        for name in ("naive Bayes", "logistic regression (C selected)", "co-occurrence"):
+            _, run = lb.METHODS[name]
+            a = run(split.train, split.blind, lb.Settings(0, True)).region
+            b = run(split2.train, split2.blind, lb.Settings(0, True)).region
+            np.testing.assert_array_equal(a, b)
+
+
+def test_whole_leaderboard_on_tiny_data(tmp_path):
+    data = synthetic(n_images=16)
+    names = ["chance", "word frequency", "naive Bayes", "carbonetto03 ML diag", "MoM-LDA (K=20, default)",
+             "supervised LR (upper bound)"]
+    rows = lb.leaderboard(data, models=names, splits=2, fast=True, log=lambda *_: None)
+    assert len(rows) == 2 * len(names)
+    assert not [r["error"] for r in rows if r["error"]]
+    summary = lb.summarize(rows)
+    by = {r["method"]: r for r in summary}
+    assert by["chance"]["caption_acc"][0] == pytest.approx(0.5, abs=0.1)
+    assert by["supervised LR (upper bound)"]["free_acc"][0] > 0.9
+    assert by["carbonetto03 ML diag"]["caption_acc"][0] > by["chance"]["caption_acc"][0]
+    table = lb.markdown_table(summary)
+    assert table.count("\n") == len(names) + 1 and "± " in table
+    assert lb.plot_leaderboard(summary, tmp_path / "lb.png").exists()
+
+
+def test_bad_input_names_the_field():
+    with pytest.raises(ValueError, match="splits"):
+        lb.leaderboard(synthetic(), splits=0)
+    with pytest.raises(ValueError, match="models"):
+        lb.leaderboard(synthetic(), models=["nope"])
+    with pytest.raises(ValueError, match="region_labels"):
+        d = synthetic()
+        lb.make_split(AnnotatedRegions(d.X, d.image_ids, d.keywords, d.vocabulary), 0)
