@@ -34,17 +34,21 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 __all__ = ["FAST_COMPILE_OPTIONS", "CHAIN_METHODS", "Kernel", "ChainCarry", "SampleResult", "next_key",
-           "no_running_sums", "init_chains", "run_chunk", "sample_chunked", "optimize_chunked", "over_chains",
-           "KernelMCMC", "KernelMCMCState"]
+           "no_running_sums", "init_chains", "chain_mesh", "chain_devices", "CHAIN_AXIS", "run_chunk",
+           "sample_chunked", "optimize_chunked", "over_chains", "KernelMCMC", "KernelMCMCState"]
 
 #: ``jax.jit(..., compiler_options=FAST_COMPILE_OPTIONS)``: XLA without its backend optimization compiles a
 #: sampler sweep in about half the time and runs it 1.5-5x slower. The samplers' callers pick it for short runs
 #: (each with a threshold on its own work measure), where compilation is most of the wall time; tests use it too.
 FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0}
 
-#: "sequential": the chains one after another inside the compiled chunk (``lax.map``); "vectorized": ``vmap``.
-#: A device-parallel method would shard the leading chain axis of the carry (``over_chains`` is the one place).
-CHAIN_METHODS = ("sequential", "vectorized")
+#: "sequential": the chains one after another inside the compiled chunk (``lax.map``); "vectorized": ``vmap``;
+#: "parallel": the leading chain axis sharded over ``jax.devices()`` (a one-axis mesh ``CHAIN_AXIS``, ``shard_map``),
+#: each device running its chains one after another as "sequential" does, so that every chain's draws are the
+#: sequential run's (``over_chains`` is the one place).
+CHAIN_METHODS = ("sequential", "vectorized", "parallel")
+#: the mesh axis of the chains under chain_method="parallel"
+CHAIN_AXIS = "chains"
 
 
 class Kernel(NamedTuple):
@@ -80,12 +84,42 @@ def no_running_sums(state, info):
     return ()
 
 
+@functools.lru_cache(maxsize=None)
+def chain_mesh(n_devices: int) -> jax.sharding.Mesh:
+    """The one-axis mesh (``CHAIN_AXIS``) of the first ``n_devices`` of ``jax.devices()``."""
+    return jax.sharding.Mesh(np.asarray(jax.devices()[:n_devices]), (CHAIN_AXIS,))
+
+
+def chain_devices(n_chains: int) -> int:
+    """Devices that chain_method="parallel" uses for ``n_chains`` chains: all of them, at most one per chain."""
+    return max(1, min(n_chains, jax.device_count()))
+
+
+def _over_devices(fn: Callable, carry):
+    """``fn`` on every chain of ``carry``, the chains padded (with copies of the last) to a multiple of the devices
+    and sharded over them (``shard_map``, mesh axis ``CHAIN_AXIS``); on each device ``lax.map`` over its chains,
+    the computation of chain_method="sequential", so the draws are the same. The padding chains are dropped."""
+    n_chains = jax.tree_util.tree_leaves(carry)[0].shape[0]
+    n_devices = chain_devices(n_chains)
+    pad = -n_chains % n_devices
+    if pad:
+        carry = jax.tree_util.tree_map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)]), carry)
+    spec = jax.sharding.PartitionSpec(CHAIN_AXIS)
+    local = jax.shard_map(lambda c: jax.lax.map(fn, c), mesh=chain_mesh(n_devices), in_specs=spec, out_specs=spec,
+                          check_vma=False)
+    out = local(carry)
+    return jax.tree_util.tree_map(lambda x: x[:n_chains], out) if pad else out
+
+
 def over_chains(fn: Callable, carry, chain_method: str):
-    """``fn`` applied to every chain of ``carry`` (leading axis). "sequential": ``lax.map``; "vectorized": ``vmap``,
-    except for a single chain: vmap turns every ``lax.cond`` of a sweep into a select that runs both branches
-    (and batches its while loops), which costs a lone chain about half its speed."""
+    """``fn`` applied to every chain of ``carry`` (leading axis). "sequential": ``lax.map``; "parallel": the chains
+    sharded over the devices (``_over_devices``); "vectorized": ``vmap``, except for a single chain: vmap turns
+    every ``lax.cond`` of a sweep into a select that runs both branches (and batches its while loops), which costs
+    a lone chain about half its speed."""
     if chain_method == "sequential":
         return jax.lax.map(fn, carry)
+    if chain_method == "parallel":
+        return _over_devices(fn, carry)
     if chain_method != "vectorized":
         raise ValueError(f"chain_method: {chain_method!r} is not one of {', '.join(CHAIN_METHODS)}")
     if jax.tree_util.tree_leaves(carry)[0].shape[0] == 1:

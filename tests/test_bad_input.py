@@ -308,7 +308,7 @@ def test_seeds_are_integers_in_range_or_a_value_error(seed):
 
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(["num_chains", "num_samples", "max_iter", "num_steps", "thinning", "tol", "learning_rate",
-                        "num_warmup", "progress_bar"]),
+                        "num_warmup", "progress_bar", "chain_method"]),
        st.one_of(st.integers(-5, 5), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=3),
                  st.booleans(), st.none()))
 def test_shared_options_are_checked_with_the_option_named(name, value):

@@ -11,8 +11,8 @@ import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["check_known", "positive_int", "nonnegative_int", "positive_float", "nonnegative_float",
-           "finite_float", "probability", "one_of", "boolean", "seed_value", "check_common_options",
-           "COMMON_OPTIONS", "MAX_SEED"]
+           "finite_float", "probability", "one_of", "boolean", "seed_value", "chain_method", "check_common_options",
+           "COMMON_OPTIONS", "MAX_SEED", "CHAIN_METHODS"]
 
 #: Seeds are integers in [0, MAX_SEED]: what ``jax.random.PRNGKey`` and NumPy's generators take on every platform.
 MAX_SEED = 2**32 - 1
@@ -115,11 +115,24 @@ def seed_value(seed, name: str = "seed") -> int:
     raise ValueError(f"{name}: expected a non-negative integer or a JAX PRNG key, got {type(seed).__name__} {seed!r}")
 
 
+#: How the chains of an MCMC method run (zoo.inference.driver.CHAIN_METHODS, the one list): "sequential" one after
+#: another, "vectorized" under vmap, "parallel" sharded over ``jax.devices()`` (a mesh axis of chains; each chain's
+#: draws those of the sequential run with the same seed).
+CHAIN_METHODS = ("sequential", "vectorized", "parallel")
+
+
+def chain_method(value, name: str = "chain_method") -> str:
+    """One of ``CHAIN_METHODS``: every MCMC method accepts each of them."""
+    if not isinstance(value, str) or value not in CHAIN_METHODS:
+        raise ValueError(f"{name}: expected one of {', '.join(map(repr, CHAIN_METHODS))}, got {value!r}")
+    return value
+
+
 #: Options that several methods share, each checked the same way wherever it appears (before the method runs).
 COMMON_OPTIONS = {
     "num_chains": positive_int, "num_samples": positive_int, "num_warmup": nonnegative_int,
     "max_iter": positive_int, "num_steps": positive_int, "thinning": positive_int, "tol": positive_float,
-    "learning_rate": positive_float, "progress_bar": boolean,
+    "learning_rate": positive_float, "progress_bar": boolean, "chain_method": chain_method,
 }
 
 
