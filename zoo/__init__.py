@@ -17,6 +17,9 @@ _config.configure()
 
 # bound eagerly (the module is light): ``zoo.catalog`` must be the function, not the submodule of the same name
 from zoo.catalog import ModelCard, catalog, methods  # noqa: E402
+# the same for the reference posteriors: the functions share their modules' names (zoo.reference, zoo.check_sampler)
+from zoo.reference import Reference, reference, references  # noqa: E402
+from zoo.check_sampler import check_sampler  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -28,7 +31,8 @@ _PUBLIC = {
     "Fit": "zoo.results", "to_inference_data": "zoo.results", "load_fit": "zoo.persist",
     "compare": "zoo.comparison", "kernel": "zoo.kernels",
 }
-__all__ = sorted([*_PUBLIC, "catalog", "methods", "ModelCard"])
+__all__ = sorted([*_PUBLIC, "catalog", "methods", "ModelCard", "Reference", "reference", "references",
+                  "check_sampler"])
 
 
 def __getattr__(name: str):

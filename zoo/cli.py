@@ -282,6 +282,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output file (.npz is added when missing)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(run=_cmd_regions)
+
+    p = sub.add_parser("leaderboard", parents=[debug], formatter_class=_Formatter,
+                       help="every region-word model beside the baselines on MSRC-v2 (issue 19)",
+                       description="Seeded image splits of MSRC-v2 regions; within-caption and free region "
+                                   "accuracy, P@5/R@5, log density, fit time (zoo.leaderboard). --fast: the "
+                                   "methods that fit in seconds (no Gibbs samplers, no mi-SVM).")
+    p.add_argument("--data", default="msrc_v2", choices=("msrc_v2", "corel5k"), help="data set")
+    p.add_argument("--fast", action="store_true", help="only the methods that fit in seconds")
+    p.add_argument("--splits", type=int, default=5, help="seeded image splits")
+    p.add_argument("--segmentation", default="ncut", help="ncut | slic | felzenszwalb")
+    p.add_argument("--features", default="carbonetto03", help="carbonetto03 | gustafson07 | kueck04")
+    p.add_argument("--images", type=int, default=None, help="a seeded random subset of images (default: all)")
+    p.add_argument("--model", action="append", default=[], help="a method name, repeatable (default: all)")
+    p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, .json and .png")
+    p.set_defaults(run=lambda args: __import__("zoo.leaderboard", fromlist=["cli"]).cli(args))
+
+    p = sub.add_parser("reference", parents=[debug], formatter_class=_Formatter,
+                       help="reference posteriors: list them, or build one (long)",
+                       description="`zoo reference list`: the stored references; `zoo reference build ID --dataset "
+                                   "NAME`: rebuild one (enumeration or >= 10 long chains; minutes to hours).")
+    p.add_argument("action", choices=("list", "build"), help="list or build")
+    p.add_argument("model", nargs="?", default=None, help="model id to build, e.g. kueck04.constraint")
+    p.add_argument("--dataset", default=None, help="the reference's data set (see `zoo reference list`)")
+    p.add_argument("--chains", type=int, default=10, help="chains (at least 10 for the reference bar)")
+    p.add_argument("--warmup", type=int, default=1000, help="warm-up sweeps per chain")
+    p.add_argument("--draws", type=int, default=5000, help="draws per chain")
+    p.set_defaults(run=lambda args: __import__("zoo.reference", fromlist=["cli"]).cli(args))
+
+    p = sub.add_parser("check-sampler", parents=[debug], formatter_class=_Formatter,
+                       help="score samplers against a reference posterior (table + plot)",
+                       description="Run samplers on a reference problem and print, per sampler and budget, the "
+                                   "error in reference MCSE units, bias^2/variance and wall time after compilation.")
+    p.add_argument("model", help="model id of the reference, e.g. gustafson07.fs")
+    p.add_argument("--dataset", required=True, help="the reference's data set (see `zoo reference list`)")
+    p.add_argument("--sampler", action="append", default=[], help="a sampler name, repeatable (default: all)")
+    p.add_argument("--draws", type=int, nargs="+", default=[500, 2000], help="budgets: draws per chain")
+    p.add_argument("--chains", type=int, default=4, help="chains per run")
+    p.add_argument("--warmup", type=int, default=500, help="warm-up per chain")
+    p.add_argument("--out", default="check_sampler", help="folder for check_sampler.json and the plot")
+    p.set_defaults(run=lambda args: __import__("zoo.check_sampler", fromlist=["cli"]).cli(args))
     return parser
 
 

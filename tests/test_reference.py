@@ -1,0 +1,113 @@
+"""Reference posteriors (zoo.reference) and the sampler check (zoo.check_sampler), on the stored files; no MCMC here
+(the references' construction is checked where they are built: ``zoo reference build``, and the slow test below)."""
+import json
+
+import numpy as np
+import pytest
+
+import zoo
+from zoo.check_sampler import check_sampler, format_table, plot_error_vs_cost
+from zoo.reference import FORMAT, Reference, summarize_draws
+
+
+def test_stored_references_parse_and_say_how_they_were_made():
+    stored = zoo.references()
+    assert ("gustafson07.fs", "bench_tiny") in stored
+    for model_id, dataset in stored:
+        ref = zoo.reference(model_id, dataset)
+        assert ref.model_id == model_id and ref.dataset == dataset and ref.names
+        kind = ref.construction["kind"]
+        assert kind in ("enumeration", "mcmc")
+        assert "zoo_version" in ref.versions
+        if kind == "mcmc":
+            assert ref.construction["chains"] >= 10
+            assert isinstance(ref.construction["meets_bar"], bool)
+            assert all(ref.mcse[n] >= 0 for n in ref.names)
+            assert ref.construction["meets_bar"] == (ref.construction["min_ess"] >= 10_000
+                                                     and ref.construction["max_rhat"] < 1.01)
+        else:
+            assert all(ref.mcse[n] == 0 for n in ref.names)
+
+
+def test_exact_reference_is_a_probability_table():
+    ref = zoo.reference("gustafson07.fs", "bench_tiny")
+    assert ref.exact and ref.construction["states"] == 2 ** 6 * 4 ** 4
+    for u in (4, 5, 6, 7):       # the unannotated units: label probabilities over 4 concepts sum to 1
+        assert sum(ref.mean[f"Pr(Y_{u} = {k})"] for k in range(4)) == pytest.approx(1.0, abs=1e-12)
+    assert all(0 < ref.mean[f"Pr(M_{j} = 1)"] < 1 for j in range(1, 7))
+
+
+def test_bad_reference_input_is_a_value_error_naming_the_field():
+    ref = zoo.reference("gustafson07.fs", "bench_tiny")
+    obj = ref.to_json()
+    assert Reference.from_json(json.loads(json.dumps(obj))) == ref
+    with pytest.raises(ValueError, match="format"):
+        Reference.from_json({**obj, "format": "other"})
+    with pytest.raises(ValueError, match="quantities"):
+        Reference.from_json({**obj, "quantities": {}})
+    bad = dict(obj["quantities"])
+    bad["Pr(M_1 = 1)"] = {"mean": 0.5, "mcse": -1.0}
+    with pytest.raises(ValueError, match="Pr\\(M_1 = 1\\)"):
+        Reference.from_json({**obj, "quantities": bad})
+    with pytest.raises(ValueError, match="model_id/dataset"):
+        zoo.reference("gustafson07.fs", "no_such_set")
+    with pytest.raises(ValueError, match="samplers"):
+        check_sampler(ref, ["no such sampler"])
+    with pytest.raises(ValueError, match="draws"):
+        check_sampler(ref, ["collapsed_gibbs"], draws=(0,))
+
+
+def test_summaries_of_independent_draws():
+    rng = np.random.default_rng(0)
+    x = rng.normal(1.0, 2.0, size=(4, 2500))
+    s = summarize_draws({"x": x, "const": np.ones((4, 10))})
+    assert s["x"]["mean"] == pytest.approx(1.0, abs=4 * 2 / 100)
+    assert s["x"]["mcse"] == pytest.approx(2.0 / 100, rel=0.15)
+    assert s["x"]["rhat"] < 1.01 and s["x"]["ess"] > 7000
+    assert s["const"] == {"mean": 1.0, "mcse": 0.0, "rhat": None, "ess": None}
+
+
+def _iid_sampler(shift: float):
+    """Independent draws from the reference's own marginals (shift 0: exact for every quantity) or from marginals
+    moved by ``shift`` (a deliberately wrong sampler)."""
+    ref = zoo.reference("gustafson07.fs", "bench_tiny")
+
+    def run(key, data, draws):
+        rng = np.random.default_rng(int(np.asarray(key)[-1]))
+        chains = 4
+        pm = np.clip(np.array([ref.mean[f"Pr(M_{j} = 1)"] for j in range(1, 7)]) + shift, 0, 1)
+        M = rng.random((chains, draws, 6)) < pm
+        Y = np.zeros((chains, draws, 8), int)
+        Y[..., :4] = np.asarray(data.region_labels[:4]) + 1
+        for u in range(4, 8):
+            p = np.array([ref.mean[f"Pr(Y_{u} = {k})"] for k in range(4)])
+            p = np.clip(p + shift * np.array([1, -1, 0, 0]), 1e-9, 1)
+            Y[..., u] = rng.choice(4, size=(chains, draws), p=p / p.sum())
+        return {"M": np.repeat(M[:, :, None, :], 4, axis=2), "Y": Y}
+    return run
+
+
+def test_check_sampler_passes_an_exact_sampler_and_catches_a_biased_one(tmp_path):
+    ref = zoo.reference("gustafson07.fs", "bench_tiny")
+    scores = check_sampler(ref, [("exact iid", _iid_sampler(0.0)), ("biased iid", _iid_sampler(0.05))],
+                           draws=(500, 4000))
+    exact = [s for s in scores if s.sampler == "exact iid"]
+    biased = [s for s in scores if s.sampler == "biased iid"]
+    for s in exact:          # errors in units of the sampler's own MCSE (the reference is exact): N(0, 1)-sized
+        assert s.max_abs_z < 4.5 and s.mean_bias2_over_var < 3
+    assert biased[-1].max_abs_z > 8 and biased[-1].mean_bias2_over_var > 10
+    assert biased[-1].rmse > 0.03 > exact[-1].rmse
+    assert exact[1].rmse < exact[0].rmse + 0.01       # more draws: no larger error (up to noise)
+    table = format_table(scores)
+    assert "exact iid" in table and "biased iid" in table
+    plot_error_vs_cost(scores, tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_zoo_kernel_agrees_with_the_exact_reference():
+    """The zoo's collapsed Gibbs sweep (default moves) against the enumerated FS posterior: no quantity off by more
+    than 4.5 of the sampler's MCSEs (22 quantities)."""
+    ref = zoo.reference("gustafson07.fs", "bench_tiny")
+    (score,) = check_sampler(ref, ["collapsed_gibbs"], draws=(5000,), chains=4, warmup=200)
+    assert score.max_abs_z < 4.5 and score.mean_bias2_over_var < 3

@@ -1,0 +1,243 @@
+"""``zoo reproduce sbc``: simulation-based calibration (zoo.sbc) of the zoo's models with their default methods.
+
+Run here, on small problems simulated from each model's NumPyro program:
+- kueck04.{supervised, constraint, measurement, hybrid}, default ``blocked_gibbs``: the program
+  ``kernel_mil_program`` on 6 instances (2 groups of 3; supervised: 6 groups of 1 with sign labels), its blocked
+  Gibbs sweep (``mil_gibbs_sweep``, exact Z sampler) started from ``init_mil_state`` (not from the truth);
+  quantities: the number of active kernels (discrete: ties broken at random), log delta2, f(x_0), f(x_4) and
+  z_0.
+- gustafson07.{full, fs, cvfs}, default ``collapsed_gibbs``: the program ``feature_selection_model`` on a fixed
+  layout (6 images, 3 keywords, 2-4 regions each, p = 3), labels drawn uniformly under the coverage constraint,
+  everything else from the program; the collapsed sweep (``run_gibbs``) on the raw features with FULL/FS's
+  (delta, Omega) at the program's values (0, I). zoo.fit's FS plugs the sample mean and covariance in (Sec. 4, an
+  empirical-Bayes choice): that choice is not what SBC checks here. Quantities: the number of units labelled
+  garbage, the label of unit 0, and (FS/CVFS) the number of included indicators.
+The other model ids are listed with the reason they were not run (see ``NOT_RUN``).
+"""
+from __future__ import annotations
+
+import functools
+import pathlib
+import time
+
+import numpy as np
+
+from zoo.sbc import SBCResult, plot_ecdf_difference, run_sbc, sbc_table
+
+__all__ = ["kueck04_sbc", "gustafson07_sbc", "reproduce", "NOT_RUN"]
+
+NOT_RUN = {
+    "carbonetto03.shrinkage_mixture": "default map_em is a point estimate (its ranks sit at 0 or L by "
+                                      "construction); a NUTS/SVI SBC of the program was not run in this round",
+    "carbonetto03.translation": "as shrinkage_mixture (map_em point estimate); not run in this round",
+    "ross03.mcvq": "variational_em: simulation from the MCVQ program and refits not wired in this round",
+    "ross03.mcvq_supervised": "as ross03.mcvq",
+    "ross03.mcvq_clustered": "as ross03.mcvq",
+    "yakhnenko.mom_lda": "mean_field_vi: simulation of captions + visual words and refits not wired in this round",
+    "yakhnenko.mom_hdp": "stick_breaking_vi: as mom_lda",
+}
+
+
+# ------------------------------------------------------------------------------------------------ kueck04
+def _kueck_setup(variant: str):
+    """(kwargs of kernel_mil_program, MILConfig, problem_for(label, fraction), psi) on the 6-instance problem."""
+    import jax.numpy as jnp
+    import numpyro.distributions as dist
+    from zoo.inference.mil_gibbs import MILConfig, MILProblem
+    from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
+    from zoo.models.kernel_mil import LABEL_FREE, gram_matrix
+    X = jnp.array([[0.0, 0.0], [1.0, 0.3], [2.0, -0.5], [-1.0, 1.0], [0.5, -1.5], [-1.5, -0.5]])
+    psi = gram_matrix(X, X, "gaussian", 1.5)
+    gram = psi.T @ psi
+    ridge = 1e-10 * float(jnp.mean(jnp.diag(gram)))
+    gram = gram + ridge * jnp.eye(6)
+    if variant == "supervised":
+        layout = GroupLayout(index=jnp.arange(6)[:, None], valid=jnp.ones((6, 1), bool), size=jnp.ones(6, int))
+    else:
+        layout = GroupLayout(index=jnp.array([[0, 1, 2], [3, 4, 5]]), valid=jnp.ones((2, 3), bool),
+                             size=jnp.array([3, 3]))
+    n_groups, group_size = layout.index.shape
+    has_labels = variant != "measurement"
+    chi = 4.0 if variant in ("measurement", "hybrid") else None
+    family = jnp.zeros(n_groups, jnp.int64) if has_labels else jnp.full(n_groups, LABEL_FREE)
+    kwargs = dict(psi=psi, gram=gram, group_index=layout.index, group_valid=layout.valid, label_family=family,
+                  chi=chi, prior_tau=dist.Beta(1.0, 1.0), prior_delta2=dist.InverseGamma(2.0, 2.0))
+    config = MILConfig(prior_a=1.0, prior_b=1.0, delta2_alpha=2.0, delta2_beta=2.0, delta2_init=2.0 / 3.0,
+                       capacity=6, n_init_active=2, ridge=ridge, store_z=True)
+
+    def problem_for(label, fraction):
+        log_w = measurement_log_weight(fraction, layout.size, chi, group_size) if chi else None
+        kind = label if has_labels else jnp.full(n_groups, LABEL_FREE)
+        return MILProblem(psi=psi, gram=gram, layout=layout, kind=kind, log_weight=log_w)
+    return kwargs, config, problem_for, psi
+
+
+def _kueck_quantities(psi):
+    def quantities(v):
+        gamma, beta = np.asarray(v["gamma"], float), np.asarray(v["beta"], float)
+        f = (gamma * beta) @ np.asarray(psi).T
+        return {"n_active": gamma.sum(-1), "log delta2": np.log(np.asarray(v["delta2"], float)),
+                "f(x_0)": f[..., 0], "f(x_4)": f[..., 4], "z_0": np.asarray(v["z"], float)[..., 0]}
+    return quantities
+
+
+def kueck04_sbc(variant: str, n_sims: int = 200, warmup: int = 200, n_draws: int = 99, thin: int = 5,
+                seed: int = 0) -> SBCResult:
+    """SBC of kueck04.``variant``'s blocked Gibbs sampler (module doc); all simulations in one vmapped run."""
+    import jax
+    from numpyro.infer import Predictive
+    from zoo.inference.driver import FAST_COMPILE_OPTIONS
+    from zoo.inference.mil_gibbs import init_mil_state, mil_gibbs_sweep
+    from zoo.models.kernel_mil import kernel_mil_program
+    kwargs, config, problem_for, psi = _kueck_setup(variant)
+
+    def simulate(key, n):
+        fwd = Predictive(kernel_mil_program, num_samples=n)(key, **kwargs)
+        fraction = fwd["fraction"] if kwargs["chi"] else np.zeros((n, kwargs["group_index"].shape[0]))
+        return fwd, {"label": fwd["group_label"], "fraction": fraction}
+
+    def chain(key, label, fraction):
+        problem = problem_for(label, fraction)
+        state = init_mil_state(key, problem, config)
+        sweep = functools.partial(mil_gibbs_sweep, problem=problem, config=config)
+        state = jax.lax.fori_loop(0, warmup, lambda i, s: sweep(s), state)
+
+        def draw(s, _):
+            s = jax.lax.fori_loop(0, thin, lambda i, t: sweep(t), s)
+            return s, (s.position["gamma"], s.position["beta"], s.delta2, s.z)
+        _, (g, b, d2, z) = jax.lax.scan(draw, state, None, length=n_draws)
+        return {"gamma": g, "beta": b, "delta2": d2, "z": z}
+
+    run_chains = jax.jit(jax.vmap(chain), compiler_options=FAST_COMPILE_OPTIONS)
+
+    def posterior(key, data):
+        keys = jax.random.split(key, data["label"].shape[0])
+        return run_chains(keys, data["label"], data["fraction"])
+
+    return run_sbc(simulate, posterior, _kueck_quantities(psi), n_sims=n_sims, seed=seed,
+                   model_id=f"kueck04.{variant}", method="blocked_gibbs")
+
+
+# ------------------------------------------------------------------------------------------------ gustafson07
+IMAGES = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3, 4, 4, 4, 5, 5])      # 6 images, 16 regions
+KEYWORDS = [[0], [1], [0, 2], [2], [1], []]                              # image 5 unannotated
+P = 3
+
+
+def _layout():
+    K = 3
+    kw = np.zeros((len(KEYWORDS), K + 1), bool)
+    for i, words in enumerate(KEYWORDS):
+        kw[i, [w + 1 for w in words]] = True
+    allowed = kw[IMAGES].copy()
+    allowed[:, 0] = True
+    allowed[~kw.any(1)[IMAGES]] = True
+    return allowed, kw
+
+
+def _draw_labels(rng, allowed, kw) -> np.ndarray:
+    """Labels uniform on S_i under the coverage constraint (exact rejection, image by image)."""
+    Y = np.zeros(len(IMAGES), np.int64)
+    for i in range(kw.shape[0]):
+        units = np.nonzero(IMAGES == i)[0]
+        choices = np.nonzero(allowed[units[0]])[0]
+        while True:
+            Y[units] = rng.choice(choices, size=units.size)
+            if all(np.any(Y[units] == k) for k in np.nonzero(kw[i])[0]):
+                break
+    return Y
+
+
+def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws: int = 49, thin: int = 4,
+                    seed: int = 0) -> SBCResult:
+    """SBC of gustafson07.``variant``'s collapsed Gibbs sampler on the fixed small layout (module doc)."""
+    import jax
+    import jax.numpy as jnp
+    from numpyro.handlers import condition, seed as seed_handler, trace
+    import zoo
+    from zoo.data import AnnotatedRegions
+    from zoo.inference.driver import FAST_COMPILE_OPTIONS
+    from zoo.inference.label_feature_gibbs import run_gibbs
+    from zoo.models.feature_selection import feature_selection_model
+    from zoo.papers.gustafson07 import region_arrays, region_problem
+    allowed, kw = _layout()
+    spec = zoo.model(f"gustafson07.{variant}")
+    args = (jnp.asarray(allowed), jnp.asarray(IMAGES), jnp.asarray(kw))
+
+    @functools.partial(jax.jit, compiler_options=FAST_COMPILE_OPTIONS)
+    def forward(key, Y):
+        tr = trace(seed_handler(condition(feature_selection_model, {"Y": Y}), key)).get_trace(
+            *args, variant=variant, n_features=P)
+        return {k: v["value"] for k, v in tr.items() if v["type"] == "sample" and k in ("Y", "M", "X")}
+
+    def simulate(key, n):
+        rng = np.random.default_rng(int(jax.random.randint(key, (), 0, 2 ** 31 - 1)))
+        out = [forward(k, jnp.asarray(_draw_labels(rng, allowed, kw))) for k in jax.random.split(key, n)]
+        truth = {name: np.stack([np.asarray(o[name]) for o in out]) for name in out[0]}
+        return truth, truth["X"]
+
+    vocabulary = ["w0", "w1", "w2"]
+    keywords = [[vocabulary[w] for w in words] for words in KEYWORDS]
+
+    def posterior(key, X):
+        draws = []
+        for s, k in enumerate(jax.random.split(key, X.shape[0])):
+            data = AnnotatedRegions(X=X[s], image_ids=IMAGES, keywords=keywords, vocabulary=vocabulary,
+                                    allow_unannotated=True)
+            arrays = region_arrays(data, mean=np.zeros(P), scale=np.ones(P))
+            problem = region_problem(spec, arrays)
+            if variant != "cvfs":      # the program's fixed (delta, Omega), not zoo.fit's plug-in
+                problem = problem._replace(delta0=jnp.zeros(P), Omega0=jnp.eye(P))
+            out, _ = run_gibbs(problem, variant, k, num_chains=1, num_warmup=warmup, num_samples=n_draws,
+                               thinning=thin, collect=("Y", "M"), chunk=25, fast_compile=True)
+            draws.append({"Y": np.asarray(out["Y"][0]), "M": np.asarray(out["M"][0])})
+        return {name: np.stack([d[name] for d in draws]) for name in draws[0]}
+
+    def quantities(v):
+        Y = np.asarray(v["Y"])
+        out = {"n_garbage": (Y == 0).sum(-1).astype(float), "Y_0": Y[..., 0].astype(float),
+               "Y_15 (unannotated)": Y[..., 15].astype(float)}
+        if variant != "full":
+            M = np.asarray(v["M"], float)
+            M = M[..., 0, :] if (variant == "fs" and M.ndim == Y.ndim + 1) else M
+            out["n_included"] = M.reshape(M.shape[:Y.ndim - 1] + (-1,)).sum(-1)
+        return out
+
+    return run_sbc(simulate, posterior, quantities, n_sims=n_sims, seed=seed, model_id=f"gustafson07.{variant}",
+                   method="collapsed_gibbs")
+
+
+# ------------------------------------------------------------------------------------------------ reproduce
+def run_all(fast: bool = False) -> dict:
+    """model id -> SBCResult (or the reason it was not run)."""
+    results = {}
+    n_kueck, n_gus = (60, 30) if fast else (300, 100)
+    for variant in ("supervised", "constraint", "measurement", "hybrid"):
+        results[f"kueck04.{variant}"] = kueck04_sbc(variant, n_sims=n_kueck)
+    for variant in ("full", "fs", "cvfs"):
+        results[f"gustafson07.{variant}"] = gustafson07_sbc(variant, n_sims=n_gus)
+    results.update(NOT_RUN)
+    return results
+
+
+def reproduce(out_dir: pathlib.Path, fast: bool = False):
+    """The SBC table of every model id and ECDF-difference plots of those run; returns a PaperReport."""
+    from zoo.reports import Figure, PaperReport, Section, Table
+    out_dir = pathlib.Path(out_dir)
+    report = PaperReport("sbc", "Simulation-based calibration of the default methods (Talts et al. 2018; "
+                                "Säilynoja et al. 2022)")
+    t0 = time.perf_counter()
+    results = run_all(fast)
+    header = ["model", "method", "kind", "sims", "draws", "worst quantity", "min p (ECDF)", "min p (chi2)",
+              "verdict (Bonferroni, alpha = 0.01)"]
+    items = [Table("SBC of every model id", header, sbc_table(results),
+                   note="p: uniformity of the ranks (ECDF gamma test by simulation; chi-square on 10 bins)")]
+    for model_id, res in results.items():
+        if isinstance(res, SBCResult):
+            path = out_dir / f"sbc_{model_id}.png"
+            plot_ecdf_difference(res, path)
+            items.append(Figure(f"SBC {model_id}", path, caption=f"{res.method}: ECDF of ranks minus uniform"))
+    report.add(Section("SBC", items, seconds=time.perf_counter() - t0))
+    if fast:
+        report.notes.append("--fast: fewer simulations (kueck04 60, gustafson07 30; full: 300 and 100)")
+    return report
