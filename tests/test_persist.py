@@ -10,6 +10,8 @@ import xarray as xr
 
 import zoo
 from zoo.data import Matrix
+from zoo.finite import NonFiniteResultError
+from zoo.provenance import PROVENANCE_KEYS
 from zoo.data.mil import ring_data
 from zoo.data.ross03 import MatrixDataset
 
@@ -67,8 +69,46 @@ def test_saved_fit_predicts_identically(model_id, tmp_path):
     for name in before:
         np.testing.assert_array_equal(after[name], before[name], err_msg=name)
     assert loaded.spec.id == model_id and loaded.method == fit.method and loaded.inference == fit.inference
+    _check_provenance(fit, model_id)
     assert loaded.provenance == fit.provenance
     assert loaded.summary().equals(fit.summary())
+
+
+def _check_provenance(fit, model_id):
+    """Issue 18.5: every attribute on every group, with the values this fit was made with."""
+    for group in fit.idata.groups():
+        attrs = getattr(fit.idata, group).attrs
+        missing = [k for k in PROVENANCE_KEYS if k not in attrs]
+        assert not missing, (group, missing)
+    prov = fit.provenance
+    assert prov["zoo_model"] == model_id and prov["zoo_method"] == fit.method and prov["zoo_seed"] == "3"
+    assert len(prov["zoo_data_sha256"]) == 64
+    assert set(json.loads(prov["zoo_priors"])) == set(fit.spec.priors)
+    assert 0.0 <= float(prov["zoo_compile_seconds"]) <= float(prov["zoo_wall_seconds"])
+
+
+def test_compile_time_is_measured():
+    """A program JAX has not seen compiles inside the fit: its compile time is part of the wall time."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    def fresh_program(y=None):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 3.0))
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    fit = zoo.fit(fresh_program, {"y": np.array([0.1, -0.3, 0.7])}, method="map", num_steps=20, progress_bar=False)
+    compile_s, wall_s = float(fit.provenance["zoo_compile_seconds"]), float(fit.provenance["zoo_wall_seconds"])
+    assert 0.0 < compile_s <= wall_s
+
+
+def test_overflowing_fit_is_an_error_naming_the_data():
+    """Issue 17.8 with a real overflow: valid (finite) data at 1e160 make the MCVQ's squared errors overflow;
+    the registry's check names the data's scale. Same shapes as the MCVQ case above: its compiled EM is reused."""
+    X = _two_class_matrix().matrix.values * 1e160
+    with pytest.raises(NonFiniteResultError, match=r"ross03.mcvq.*non-finite.*the data's 'values' has values up "
+                                                   r"to .*e\+160.*rescale"):
+        zoo.fit(zoo.model("ross03.mcvq", n_vqs=2, n_states=2), Matrix(X), seed=3, max_iter=3, progress_bar=False,
+                sigma_floor=1.0)
 
 
 def test_reloaded_priors_and_options_are_the_fits(tmp_path):

@@ -7,9 +7,10 @@ from typing import Any, Callable, Mapping
 
 from zoo import convergence, registry
 from zoo.catalog import ensure_loaded
+from zoo.finite import check_finite
 from zoo.generic import GENERIC_KINDS, GENERIC_METHODS
 from zoo.options import check_common_options, check_known, seed_value
-from zoo.provenance import provenance_attrs
+from zoo.provenance import compile_clock, provenance_attrs
 from zoo.registry import ModelSpec
 from zoo.results import Fit
 
@@ -40,8 +41,9 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
     seed = seed_value(seed)
     start = time.perf_counter()
     if isinstance(spec, ModelSpec):
-        result = _warnings_at_caller(registry.run_method, spec, method, data, seed, options)
-        return _with_provenance(result, spec, options, seed, data, time.perf_counter() - start)
+        with compile_clock() as compiling:
+            result = _warnings_at_caller(registry.run_method, spec, method, data, seed, options)
+        return _with_provenance(result, spec, options, seed, data, time.perf_counter() - start, compiling[0])
     if callable(spec):
         name = method or "nuts"
         if name not in GENERIC_METHODS:
@@ -50,18 +52,22 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
             raise ValueError("data: for a user program, pass a dict of the program's keyword arguments")
         user_spec = ModelSpec(id=None, program=spec, options={}, priors={})
         check_known(options, registry.option_names(GENERIC_METHODS[name]), f"method {name!r}")
-        result = _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec,
-                                     **check_common_options(options))
+        with compile_clock() as compiling:
+            result = _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec,
+                                         **check_common_options(options))
+        check_finite(result, user_spec, data, options)
         registry.mark_inference(result, GENERIC_KINDS[name])
-        return _with_provenance(result, user_spec, options, seed, data, time.perf_counter() - start)
+        return _with_provenance(result, user_spec, options, seed, data, time.perf_counter() - start, compiling[0])
     raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, got {type(spec).__name__}")
 
 
-def _with_provenance(result: Fit, spec: ModelSpec, options: Mapping, seed: int, data, wall: float) -> Fit:
+def _with_provenance(result: Fit, spec: ModelSpec, options: Mapping, seed: int, data, wall: float,
+                     compile_seconds: float = 0.0) -> Fit:
     """The fit with its provenance (``zoo.provenance``) in the attributes of every InferenceData group; after an
     MCMC run, one ConvergenceWarning at the user's call when headline sites fail the checks (``fit.diagnose()``)."""
     attrs = provenance_attrs(model_id=spec.id, model_options=spec.options, method=result.method, options=options,
-                             priors=spec.priors, seed=seed, data=data, wall_seconds=wall)
+                             priors=spec.priors, seed=seed, data=data, wall_seconds=wall,
+                             compile_seconds=compile_seconds)
     attrs["zoo_inference"] = result.inference
     for group in result.idata.groups():
         getattr(result.idata, group).attrs.update(attrs)

@@ -5,7 +5,9 @@ result read back from disk says how it was made.
 ``zoo_model`` (model id, or "<user program>"), ``zoo_model_options`` (JSON), ``zoo_method``, ``zoo_options``
 (the method's, JSON), ``zoo_priors`` (JSON,
 site -> canonical string such as ``InverseGamma(concentration=1.0, rate=1.0)``), ``zoo_seed``,
-``zoo_data_sha256`` (of the data's arrays), ``zoo_wall_seconds``, and the versions ``zoo_version`` (with the git
+``zoo_data_sha256`` (of the data's arrays), ``zoo_wall_seconds`` (the whole fit), ``zoo_compile_seconds`` (the
+part of it JAX spent tracing, lowering and compiling, from ``jax.monitoring``'s compile events; 0 when every
+function was already compiled), and the versions ``zoo_version`` (with the git
 commit when run from a checkout), ``jax_version``, ``numpyro_version``, ``arviz_version``, ``numpy_version``,
 ``python_version``.
 """
@@ -17,12 +19,42 @@ import hashlib
 import json
 import pathlib
 import platform
+import contextlib
 import subprocess
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-__all__ = ["prior_string", "data_fingerprint", "software_versions", "provenance_attrs"]
+__all__ = ["prior_string", "data_fingerprint", "software_versions", "provenance_attrs", "compile_clock",
+           "PROVENANCE_KEYS"]
+
+#: The attributes every fit's InferenceData groups carry (issue 18.5).
+PROVENANCE_KEYS = ("zoo_model", "zoo_model_options", "zoo_method", "zoo_options", "zoo_priors", "zoo_seed",
+                   "zoo_data_sha256", "zoo_wall_seconds", "zoo_compile_seconds", "zoo_version", "jax_version",
+                   "numpyro_version", "arviz_version", "numpy_version", "python_version")
+
+#: JAX's compile events (``jax._src.dispatch``): tracing to a jaxpr, lowering to MLIR, XLA's backend compile.
+_COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                   "/jax/core/compile/backend_compile_duration")
+
+
+@contextlib.contextmanager
+def compile_clock() -> Iterator[list]:
+    """Seconds JAX spends compiling inside the block: yields a one-element list whose value grows with each
+    compile event (``jax.monitoring``; the listener is removed on exit)."""
+    from jax import monitoring
+
+    total = [0.0]
+
+    def listener(event: str, duration: float, **_) -> None:
+        if event in _COMPILE_EVENTS:
+            total[0] += duration
+
+    monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield total
+    finally:
+        monitoring.unregister_event_duration_listener(listener)
 
 
 def _number(value) -> Any:
@@ -125,7 +157,7 @@ def _jsonable(value):
 
 def provenance_attrs(*, model_id: str | None, model_options: Mapping[str, Any], method: str,
                      options: Mapping[str, Any], priors: Mapping[str, Any], seed: int, data,
-                     wall_seconds: float) -> dict[str, str]:
+                     wall_seconds: float, compile_seconds: float = 0.0) -> dict[str, str]:
     """The attributes ``zoo.fit`` stores (see the module docstring)."""
     attrs = {
         "zoo_model": model_id or "<user program>",
@@ -136,6 +168,7 @@ def provenance_attrs(*, model_id: str | None, model_options: Mapping[str, Any], 
         "zoo_seed": str(seed),
         "zoo_data_sha256": data_fingerprint(data),
         "zoo_wall_seconds": f"{wall_seconds:.3f}",
+        "zoo_compile_seconds": f"{compile_seconds:.3f}",
     }
     attrs.update(software_versions())
     return attrs

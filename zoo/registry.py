@@ -15,6 +15,7 @@ import dataclasses
 import inspect
 from typing import Any, Callable, Iterable, Mapping
 
+from zoo.finite import check_finite
 from zoo.options import check_common_options, check_known
 from zoo.priors import resolve_priors
 from zoo.results import set_aside_point_log_likelihood
@@ -170,7 +171,8 @@ def register_method(model_ids: str | tuple | list, name: str, *, description: st
 
 def run_method(spec: ModelSpec, name: str | None, data: Any, seed: int, options: Mapping[str, Any]):
     """Run method ``name`` (None: the model's default) of ``spec`` on ``data``: options checked against the
-    method's, then the runner, then the ``Fit`` completed with the spec, the method, the data and the headline."""
+    method's, then the runner, then the ``Fit`` completed with the spec, the method, the data and the headline,
+    its outputs checked for NaN and infinity (``zoo.finite.check_finite``: an error naming the likely cause)."""
     entry = get_model(spec.id)
     name = name or entry.default_method
     if name not in entry.methods:
@@ -180,6 +182,7 @@ def run_method(spec: ModelSpec, name: str | None, data: Any, seed: int, options:
     fit = method.runner(spec, data, seed=seed, **check_common_options(options))
     fit = dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
                               headline=fit.headline or list(entry.headline) or None)
+    check_finite(fit, spec, data, options)
     mark_inference(fit, method.kind)
     _add_relabelled(fit, entry.exchangeable)
     return fit

@@ -181,7 +181,9 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
                                          random_class_priors=kind == "clustered"))(keys)
     with tqdm(total=max_iter, desc=f"{spec.id} variational EM", disable=not progress_bar, leave=False) as bar:
         final, trace = run_variational_em(init, Xj, Mj, temps, conc, sigma_floor, config, progress=bar.update)
-    best = int(np.nanargmin(trace[:, -1]))
+    last = trace[:, -1]
+    # a restart whose free energy is NaN (an overflow) is never the best; when all are, zoo.finite names the cause
+    best = int(np.nanargmin(last)) if np.isfinite(last).any() else 0
     state = MCVQFitState(states=jax.tree_util.tree_map(np.asarray, final), best_chain=best, kind=kind,
                          sigma_floor=sigma_floor, monte_carlo_samples=monte_carlo_samples, free_energy=trace)
     return _to_fit(spec, data, state, X, M, trace, temps)
