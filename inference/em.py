@@ -26,7 +26,7 @@ from jax.scipy.special import gammaln, logsumexp, multigammaln
 from zoo.inference.linalg import cholesky_lower, triangular_inverse_lower
 
 __all__ = ["Params", "Hyper", "EMConfig", "EMResult", "log_component_densities", "e_step", "SuffStats",
-           "collect_suff_stats", "m_step", "log_posterior", "run_em", "run_em_restarts"]
+           "collect_suff_stats", "data_pass", "m_step", "log_posterior", "run_em", "run_em_restarts"]
 
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
@@ -224,24 +224,44 @@ def log_posterior(X, params, hyper, allowed, config) -> jnp.ndarray:
     return loglik + (_log_prior(params, hyper, config) if config.use_prior else 0.0)
 
 
+def data_pass(X, params: Params, allowed, config: EMConfig, weight=None, data_axis=None):
+    """The E-step's sufficient statistics and the log likelihood sum_i w_i log p(x_i): the only work that touches
+    the data. ``weight`` (N,): 1 for a real row, 0 for padding (None: all rows real). ``data_axis``: inside
+    ``shard_map`` over a mesh axis of data shards (zoo.inference.sharding), the name of that axis; the shards'
+    sums are added (psum), so every shard then holds the statistics of the whole data set."""
+    if weight is None:
+        resp, loglik = e_step(X, params, allowed, config)
+    else:
+        terms = _log_joint_terms(X, params, allowed, config)
+        log_norm = logsumexp(terms, axis=1, keepdims=True)
+        real = weight[:, None] > 0
+        resp = jnp.where(real, jnp.exp(terms - log_norm), 0.0)
+        loglik = jnp.sum(jnp.where(real, log_norm, 0.0))
+    stats = collect_suff_stats(X, resp, config.diagonal)
+    if data_axis is not None:
+        stats, loglik = jax.lax.psum((stats, loglik), data_axis)
+    return stats, loglik
+
+
 def run_em(X: jnp.ndarray, init: Params, hyper: Hyper, allowed: jnp.ndarray, config: EMConfig,
-           max_iter: int = 200, tol: float = 1e-8) -> EMResult:
+           max_iter: int = 200, tol: float = 1e-8, weight=None, data_axis=None) -> EMResult:
     """Iterate E and M steps until the relative objective change is below ``tol`` or ``max_iter``.
 
     X (N, D) centred data; allowed (N, C) bool (all True for a plain mixture). The objective trace has
     ``max_iter + 1`` entries (entry t is the objective of the parameters after t iterations); entries after
     ``n_iter`` repeat the final value. One pass over the data per iteration: the E-step of iteration t also
-    yields the log likelihood of the parameters it starts from.
+    yields the log likelihood of the parameters it starts from. ``weight``, ``data_axis``: this shard's rows of a
+    data-sharded fit (``data_pass``; zoo.inference.sharding.run_em_sharded).
     """
     prior = (lambda p: _log_prior(p, hyper, config)) if config.use_prior else (lambda p: 0.0)
 
     def body(carry):
         params, trace, it, _ = carry
-        resp, loglik = e_step(X, params, allowed, config)  # loglik of params = iterate ``it``
+        stats, loglik = data_pass(X, params, allowed, config, weight, data_axis)  # loglik of iterate ``it``
         value = loglik + prior(params)
         trace = trace.at[it].set(value)
         converged = (it > 0) & (jnp.abs(value - trace[it - 1]) <= tol * jnp.maximum(jnp.abs(value), 1.0))
-        new = m_step(collect_suff_stats(X, resp, config.diagonal), params, hyper, config)
+        new = m_step(stats, params, hyper, config)
         # on convergence keep the evaluated iterate, so params and trace[n_iter] describe the same point
         params = jax.tree_util.tree_map(lambda a, b: jnp.where(converged, a, b), params, new)
         return params, trace, it + jnp.where(converged, 0, 1), converged
@@ -253,7 +273,8 @@ def run_em(X: jnp.ndarray, init: Params, hyper: Hyper, allowed: jnp.ndarray, con
     trace0 = jnp.zeros((max_iter + 1,), X.dtype)
     params, trace, n_iter, converged = jax.lax.while_loop(
         cond, body, (init, trace0, jnp.asarray(0), jnp.asarray(False)))
-    final = jnp.where(converged, trace[n_iter], log_posterior(X, params, hyper, allowed, config))
+    final = jnp.where(converged, trace[n_iter],
+                      data_pass(X, params, allowed, config, weight, data_axis)[1] + prior(params))
     trace = trace.at[n_iter].set(final)
     idx = jnp.arange(max_iter + 1)
     trace = jnp.where(idx <= n_iter, trace, final)

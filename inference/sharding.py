@@ -1,0 +1,94 @@
+"""Data-sharded fits: the rows of a data set split over the devices of a mesh (one axis, ``DATA_AXIS``), every
+device computing its rows' sufficient statistics and ``psum`` adding them (``jax.shard_map``), the parameters
+replicated. The same iterations as on one device; only the order of the sums differs (fixed points agree to
+rounding, ~1e-12 relative).
+
+The devices are ``jax.devices()``: the local ones, or after ``jax.distributed.initialize`` those of every process
+(several hosts; scripts/distributed_em.py). Rows are padded to a multiple of the shards with weight-0 rows, which
+the data passes leave out (``zoo.inference.em.data_pass``).
+
+Shapes: N rows, S shards, N_pad = S * ceil(N / S).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from zoo.inference.em import EMConfig, EMResult, Hyper, Params, run_em
+
+__all__ = ["DATA_AXIS", "data_mesh", "padded_rows", "shard_rows", "replicate", "run_em_sharded"]
+
+#: the mesh axis of the data shards
+DATA_AXIS = "data"
+
+
+def data_mesh(n_devices: Optional[int] = None) -> Mesh:
+    """A one-axis mesh (``DATA_AXIS``) of the first ``n_devices`` of ``jax.devices()`` (default: all, across
+    processes after ``jax.distributed.initialize``)."""
+    devices = jax.devices()
+    n = len(devices) if n_devices is None else int(n_devices)
+    if not 1 <= n <= len(devices):
+        raise ValueError(f"n_devices: expected 1 <= n_devices <= {len(devices)}, got {n_devices!r}")
+    return Mesh(np.asarray(devices[:n]), (DATA_AXIS,))
+
+
+def padded_rows(array: np.ndarray, n_shards: int, fill=0) -> np.ndarray:
+    """``array`` (N, ...) with rows of ``fill`` appended up to a multiple of ``n_shards``: (N_pad, ...)."""
+    array = np.asarray(array)
+    pad = -array.shape[0] % n_shards
+    if not pad:
+        return array
+    return np.concatenate([array, np.full((pad,) + array.shape[1:], fill, array.dtype)])
+
+
+def shard_rows(array: np.ndarray, mesh: Mesh) -> jax.Array:
+    """A global array of ``array``'s rows split over ``mesh``'s data axis (the rows must already be a multiple of
+    the shards). Every process passes the same ``array`` and keeps only its devices' rows on them
+    (``jax.make_array_from_callback``), so this serves one process and several alike."""
+    array = np.asarray(array)
+    sharding = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+    return jax.make_array_from_callback(array.shape, sharding, lambda index: array[index])
+
+
+def replicate(tree, mesh: Mesh):
+    """Every leaf of ``tree`` (numpy or host values) as a global array replicated over ``mesh``."""
+    sharding = NamedSharding(mesh, PartitionSpec())
+
+    def one(x):
+        x = np.asarray(x)
+        return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+    return jax.tree_util.tree_map(one, tree)
+
+
+@functools.partial(jax.jit, static_argnames=("config", "max_iter", "mesh"))
+def _run_em_sharded(X, inits, hyper, allowed, weight, tol, *, config, max_iter, mesh):
+    rows, whole = PartitionSpec(DATA_AXIS), PartitionSpec()
+
+    def local(X, allowed, weight, inits, hyper, tol):
+        return jax.vmap(lambda init: run_em(X, init, hyper, allowed, config, max_iter=max_iter, tol=tol,
+                                            weight=weight, data_axis=DATA_AXIS))(inits)
+    return jax.shard_map(local, mesh=mesh, in_specs=(rows, rows, rows, whole, whole, whole), out_specs=whole,
+                         check_vma=False)(X, allowed, weight, inits, hyper, tol)
+
+
+def run_em_sharded(X, inits: Params, hyper: Hyper, allowed, config: EMConfig, max_iter: int = 200,
+                   tol: float = 1e-8, mesh: Optional[Mesh] = None) -> EMResult:
+    """``zoo.inference.em.run_em_restarts`` with the rows of ``X`` (N, D) and ``allowed`` (N, C) split over the
+    devices of ``mesh`` (default ``data_mesh()``): each iteration's E-step statistics and log likelihood are the
+    shards' sums (psum). ``inits``: a leading restart axis on every leaf, as for ``run_em_restarts``. Host arrays
+    in (every process the same, see ``shard_rows``); the result is replicated on every device."""
+    mesh = data_mesh() if mesh is None else mesh
+    n_shards = mesh.shape[DATA_AXIS]
+    X = np.asarray(X)
+    n_rows = X.shape[0]
+    weight = padded_rows(np.ones(n_rows, X.dtype), n_shards)
+    X_pad = shard_rows(padded_rows(X, n_shards), mesh)
+    allowed_pad = shard_rows(padded_rows(np.asarray(allowed, bool), n_shards, fill=True), mesh)
+    inits, hyper, tol = replicate((inits, hyper, np.asarray(tol, X.dtype)), mesh)
+    return _run_em_sharded(X_pad, inits, hyper, allowed_pad, shard_rows(weight, mesh), tol, config=config,
+                           max_iter=int(max_iter), mesh=mesh)
