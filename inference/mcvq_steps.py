@@ -148,14 +148,20 @@ def m_step_ownership(E, a, temperature) -> jnp.ndarray:
     return jax.nn.softmax(_safe_log(a) - E / temperature, axis=-1)
 
 
-def m_step_priors(post: MCVQPosterior, temperature, conc: PriorConcentrations, update_beta: bool):
+def _case_sum(x, data_axis):
+    """A sum over cases finished across data shards (``psum`` over ``data_axis``; None: one shard)."""
+    return x if data_axis is None else jax.lax.psum(x, data_axis)
+
+
+def m_step_priors(post: MCVQPosterior, temperature, conc: PriorConcentrations, update_beta: bool, data_axis=None):
     """a (D, K), b (N, K, J), beta (N,): MAP under Dirichlet priors (concentration 1: a = g, b_nkj = sum_c z m /
-    sum_c z, beta = mean z, as Sec. 2.3, 4.2.1 and 4.2.2)."""
+    sum_c z, beta = mean z, as Sec. 2.3, 4.2.1 and 4.2.2). ``data_axis``: the cases are sharded over that mesh
+    axis (the sums over c are psum'd)."""
     a = temperature * post.g + (conc.a - 1.0)
     a = a / a.sum(-1, keepdims=True)
-    counts = jnp.einsum("cn,cnkj->nkj", post.z, post.m) + (conc.b - 1.0)
+    counts = _case_sum(jnp.einsum("cn,cnkj->nkj", post.z, post.m), data_axis) + (conc.b - 1.0)
     b = counts / counts.sum(-1, keepdims=True)
-    class_counts = post.z.sum(0) + (conc.beta - 1.0)
+    class_counts = _case_sum(post.z.sum(0), data_axis) + (conc.beta - 1.0)
     beta = class_counts / class_counts.sum() if update_beta else None
     return a, b, beta
 
@@ -168,9 +174,10 @@ def _dirichlet_log_density(x, conc):
 
 
 def free_energy(energy, params: MCVQParams, post: MCVQPosterior, temperature, conc: PriorConcentrations,
-                with_beta_prior: bool) -> jnp.ndarray:
+                with_beta_prior: bool, data_axis=None) -> jnp.ndarray:
     """F_T (scalar), the module docstring's free energy. ``energy`` = sum_ckj w_ckj L_ckj, which equals
-    sum_dk g_dk E_dk (``expected_energy``), so the loop gets F without another pass over the data."""
+    sum_dk g_dk E_dk (``expected_energy``), so the loop gets F without another pass over the data. ``data_axis``:
+    the cases (m, z) are sharded over that mesh axis (their KL terms are psum'd)."""
     log_g = _safe_log(post.g)
     kl_g = _xlogy_ratio(post.g, log_g, _safe_log(params.a)).sum()
     log_m = _safe_log(post.m)
@@ -181,7 +188,7 @@ def free_energy(energy, params: MCVQParams, post: MCVQPosterior, temperature, co
         log_prior = log_prior + _dirichlet_log_density(params.beta, conc.beta)
     # m_cn is irrelevant where z_cn = 0 (another class's label): it may sit where b_n is 0, so mask it out
     kl_m = jnp.where(post.z > 0, post.z * kl_m, 0.0)
-    return temperature * kl_g + kl_m.sum() + kl_z.sum() + energy - log_prior
+    return temperature * kl_g + _case_sum(kl_m.sum() + kl_z.sum(), data_axis) + energy - log_prior
 
 
 def free_energy_of_data(X, M, params: MCVQParams, post: MCVQPosterior, temperature, conc: PriorConcentrations,

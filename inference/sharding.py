@@ -19,9 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from zoo.inference import variational_em as vem
 from zoo.inference.em import EMConfig, EMResult, Hyper, Params, run_em
+from zoo.inference.mcvq_steps import MCVQPosterior
 
-__all__ = ["DATA_AXIS", "data_mesh", "padded_rows", "shard_rows", "replicate", "run_em_sharded"]
+__all__ = ["DATA_AXIS", "data_mesh", "padded_rows", "shard_rows", "replicate", "run_em_sharded",
+           "run_variational_em_sharded"]
 
 #: the mesh axis of the data shards
 DATA_AXIS = "data"
@@ -92,3 +95,61 @@ def run_em_sharded(X, inits: Params, hyper: Hyper, allowed, config: EMConfig, ma
     inits, hyper, tol = replicate((inits, hyper, np.asarray(tol, X.dtype)), mesh)
     return _run_em_sharded(X_pad, inits, hyper, allowed_pad, shard_rows(weight, mesh), tol, config=config,
                            max_iter=int(max_iter), mesh=mesh)
+
+
+def _mcvq_specs():
+    """PartitionSpecs of a stacked (restart-first) MCVQ EMState: parameters and g replicated, m and z by case."""
+    whole, cases = PartitionSpec(), PartitionSpec(None, DATA_AXIS)
+    return vem.EMState(params=whole, post=MCVQPosterior(g=whole, m=cases, z=cases))
+
+
+@functools.partial(jax.jit, static_argnames=("config", "mesh"))
+def _mcvq_chunk(states, temps, X, M, weight, conc, sigma_floor, *, config, mesh):
+    rows, whole = PartitionSpec(DATA_AXIS), PartitionSpec()
+
+    def local(states, X, M, weight, temps, conc, sigma_floor):
+        def one_restart(state):
+            def body(s, t):
+                return vem.em_iteration(s, t, X, M, conc, sigma_floor, config, weight=weight, data_axis=DATA_AXIS)
+            return jax.lax.scan(body, state, temps)
+        return jax.vmap(one_restart)(states)
+    specs = _mcvq_specs()
+    return jax.shard_map(local, mesh=mesh, in_specs=(specs, rows, rows, rows, whole, whole, whole),
+                         out_specs=(specs, whole), check_vma=False)(states, X, M, weight, temps, conc, sigma_floor)
+
+
+def run_variational_em_sharded(init_states: vem.EMState, X, M, temperatures, conc, sigma_floor: float,
+                               config: vem.EMConfig, chunk: int = 10, mesh: Optional[Mesh] = None):
+    """``zoo.inference.variational_em.run_variational_em`` (MCVQ, Ross 2003) with the cases split over ``mesh``'s
+    devices: X, M (C, D) and the per-case posteriors m (R, C, N, K, J), z (R, C, N) by case, the parameters and g
+    replicated; the sums over cases (M-step moments, b and beta counts, the KL terms of F) are psum'd. Padding
+    cases are all-missing rows with z = 0. Returns (final states with the padding removed, F trace (R, iters))."""
+    mesh = data_mesh() if mesh is None else mesh
+    n_shards = mesh.shape[DATA_AXIS]
+    X = np.asarray(X)
+    n_cases = X.shape[0]
+    dtype = X.dtype
+    weight = shard_rows(padded_rows(np.ones(n_cases, dtype), n_shards), mesh)
+    X_pad = shard_rows(padded_rows(X, n_shards), mesh)
+    M_pad = shard_rows(padded_rows(np.asarray(M, dtype), n_shards), mesh)
+    post = init_states.post
+    n_states = post.m.shape[-1]
+    pad_cases = lambda a, fill: np.moveaxis(padded_rows(np.moveaxis(np.asarray(a), 1, 0), n_shards, fill), 0, 1)
+    m = pad_cases(post.m, 1.0 / n_states)
+    z = pad_cases(post.z, 0.0)
+    by_case = NamedSharding(mesh, PartitionSpec(None, DATA_AXIS))
+    states = vem.EMState(params=replicate(init_states.params, mesh),
+                         post=MCVQPosterior(g=replicate(post.g, mesh),
+                                            m=jax.make_array_from_callback(m.shape, by_case, lambda i: m[i]),
+                                            z=jax.make_array_from_callback(z.shape, by_case, lambda i: z[i])))
+    conc, sigma_floor = replicate((conc, np.asarray(sigma_floor, dtype)), mesh)
+    temperatures = np.asarray(temperatures, dtype)
+    traces = []
+    for start in range(0, temperatures.shape[0], chunk):
+        temps = replicate(temperatures[start:start + chunk], mesh)
+        states, trace = _mcvq_chunk(states, temps, X_pad, M_pad, weight, conc, sigma_floor, config=config,
+                                    mesh=mesh)
+        traces.append(np.asarray(jax.tree_util.tree_map(lambda a: a.addressable_data(0), trace)))
+    post = states.post
+    states = states._replace(post=post._replace(m=post.m[:, :n_cases], z=post.z[:, :n_cases]))
+    return states, np.concatenate(traces, axis=1)

@@ -80,23 +80,28 @@ def initialize(key, X, M, n_vqs: int, n_states: int, n_classes: int, sigma_floor
 
 
 def em_iteration(state: EMState, temperature, X, M, conc: PriorConcentrations, sigma_floor,
-                 config: EMConfig) -> tuple[EMState, jnp.ndarray]:
-    """One variational EM iteration at temperature T; returns the new state and F_T after it."""
+                 config: EMConfig, weight=None, data_axis=None) -> tuple[EMState, jnp.ndarray]:
+    """One variational EM iteration at temperature T; returns the new state and F_T after it. ``weight`` (C,),
+    ``data_axis``: this shard's cases of a data-sharded fit (zoo.inference.sharding.run_variational_em_sharded):
+    padding cases (weight 0) get z = 0, which removes them from every sum; the sums over cases are psum'd."""
     params, post = state
     # E-step (Sec. 2.3; Sec. 4.2.1 for z): exact block optima given g, mu, sigma, b, beta
     L = data_term(X, M, post.g, params.mu, params.sigma)
     m = e_step_states(L, params.b)
     z = e_step_classes(L, params.b, params.beta) if config.update_classes else post.z
+    if weight is not None:
+        z = z * weight[:, None]
     post = post._replace(m=m, z=z)
     # M-step: mu, sigma (weighted moments), then g (annealed), then the priors a, b, beta
     stats = sufficient_statistics(X, M, state_weights(post))
+    stats = stats if data_axis is None else jax.lax.psum(stats, data_axis)
     mu, sigma = m_step_gaussians(stats, params.mu, params.sigma, sigma_floor)
     energy_dk = expected_energy(stats, mu, sigma)
     g = m_step_ownership(energy_dk, params.a, temperature)
     post = post._replace(g=g)
-    a, b, beta = m_step_priors(post, temperature, conc, config.update_beta)
+    a, b, beta = m_step_priors(post, temperature, conc, config.update_beta, data_axis)
     params = MCVQParams(mu=mu, sigma=sigma, a=a, b=b, beta=params.beta if beta is None else beta)
-    F = free_energy((g * energy_dk).sum(), params, post, temperature, conc, config.with_beta_prior)
+    F = free_energy((g * energy_dk).sum(), params, post, temperature, conc, config.with_beta_prior, data_axis)
     return EMState(params, post), F
 
 
