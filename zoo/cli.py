@@ -26,6 +26,11 @@ def _single_thread_env() -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_multi_thread_eigen" not in flags:
         os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
+    if "numpy" in sys.modules:
+        # something imported by ``import zoo`` loaded NumPy already, so its BLAS pool read the variables above too
+        # late: limit the pools already loaded (threadpoolctl ships with scikit-learn, a dependency)
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=1)
 
 
 # ----------------------------------------------------------------------------------------------------- list
