@@ -19,12 +19,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from zoo.inference import topic_vi
 from zoo.inference import variational_em as vem
+from zoo.inference.driver import optimize_chunked
 from zoo.inference.em import EMConfig, EMResult, Hyper, Params, run_em
 from zoo.inference.mcvq_steps import MCVQPosterior
 
 __all__ = ["DATA_AXIS", "data_mesh", "padded_rows", "shard_rows", "replicate", "run_em_sharded",
-           "run_variational_em_sharded"]
+           "run_variational_em_sharded", "sharded_counts", "fit_mean_field_sharded"]
 
 #: the mesh axis of the data shards
 DATA_AXIS = "data"
@@ -153,3 +155,87 @@ def run_variational_em_sharded(init_states: vem.EMState, X, M, temperatures, con
     post = states.post
     states = states._replace(post=post._replace(m=post.m[:, :n_cases], z=post.z[:, :n_cases]))
     return states, np.concatenate(traces, axis=1)
+
+
+def sharded_counts(dense: np.ndarray, n_shards: int) -> tuple[topic_vi.SparseCounts, int]:
+    """The non-zero entries of a (I, V) count matrix for documents split into ``n_shards`` blocks of
+    I_s = ceil(I / n_shards) rows: shard s's entries (document ids local to its block) padded with zero counts to
+    the largest shard's number, concatenated (S * nnz_max,), to be split over the mesh. Returns (counts, I_s)."""
+    dense = padded_rows(np.asarray(dense, np.float64), n_shards)
+    per = dense.shape[0] // n_shards
+    blocks = [np.nonzero(dense[s * per:(s + 1) * per]) for s in range(n_shards)]
+    width = max(1, max(len(doc) for doc, _ in blocks))
+    doc, term, count = (np.zeros(n_shards * width, t) for t in (np.int32, np.int32, np.float64))
+    for s, (d, t) in enumerate(blocks):
+        at = slice(s * width, s * width + len(d))
+        doc[at], term[at], count[at] = d, t, dense[s * per:(s + 1) * per][d, t]
+    return topic_vi.SparseCounts(doc, term, count), per
+
+
+def _lda_specs():
+    whole, docs = PartitionSpec(), PartitionSpec(None, DATA_AXIS)
+    return topic_vi.TopicVIState(gamma=docs, lambdas=whole,
+                                 stats=topic_vi.SuffStats(doc_topic=docs, term_topic=whole, entropy=whole))
+
+
+@functools.partial(jax.jit, static_argnames=("local_steps", "chunk", "mesh"))
+def _lda_chunk(state, modalities, doc_weight, prior_concentration, etas, log_coefficient, *, local_steps, chunk,
+               mesh):
+    rows, whole = PartitionSpec(DATA_AXIS), PartitionSpec()
+
+    def local(state, modalities, doc_weight, prior_concentration, etas, log_coefficient):
+        def one_restart(s0):
+            def body(s, _):
+                s = topic_vi.cavi_iteration(s, modalities, prior_concentration, etas, local_steps, DATA_AXIS)
+                return s, topic_vi.elbo(s, prior_concentration, etas, log_coefficient, DATA_AXIS, doc_weight)
+            return jax.lax.scan(body, s0, None, length=chunk)
+        return jax.vmap(one_restart)(state)
+    specs = _lda_specs()
+    return jax.shard_map(local, mesh=mesh, in_specs=(specs, rows, rows, whole, whole, whole),
+                         out_specs=(specs, whole), check_vma=False)(state, modalities, doc_weight,
+                                                                    prior_concentration, etas, log_coefficient)
+
+
+def fit_mean_field_sharded(keys, dense_modalities, n_topics: int, prior_concentration, etas, *, max_iter: int = 200,
+                           tol: float = 1e-6, local_steps: int = 3, chunk: int = 10, seed_docs_per_factor: int = 2,
+                           progress=None, mesh: Optional[Mesh] = None):
+    """``zoo.inference.topic_vi.fit_mean_field`` (MoM-LDA coordinate ascent) with the documents split over
+    ``mesh``'s devices: gamma and the document-topic counts by document, the factors (lambda) replicated; the
+    E-step's term-topic counts, the entropy and the per-document ELBO terms are psum'd. The same initial state
+    (``init_batched``), the same iterations. Returns (final state without the padding documents, ELBO trace)."""
+    mesh = data_mesh() if mesh is None else mesh
+    n_shards = mesh.shape[DATA_AXIS]
+    dense = [np.asarray(d, dtype=np.float64) for d in dense_modalities]
+    n_docs = dense[0].shape[0]
+    prior = np.asarray(prior_concentration, np.float64)
+    etas = tuple(np.asarray(e, np.float64) for e in etas)
+    state = topic_vi.init_batched(keys, dense, n_topics, jnp.asarray(prior), tuple(map(jnp.asarray, etas)),
+                                  seed_docs_per_factor)
+    log_coefficient = np.asarray(topic_vi.log_multinomial_coefficient(dense))
+    by_rows = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+    modalities = tuple(jax.tree_util.tree_map(lambda a: jax.make_array_from_callback(a.shape, by_rows,
+                                                                                     lambda i: a[i]),
+                                              sharded_counts(d, n_shards)[0]) for d in dense)
+    doc_weight = shard_rows(padded_rows(np.ones(n_docs), n_shards), mesh)
+    by_doc = NamedSharding(mesh, PartitionSpec(None, DATA_AXIS))
+
+    def docs(a, fill_row):
+        a = np.asarray(a)
+        pad = -a.shape[1] % n_shards
+        a = np.concatenate([a, np.broadcast_to(fill_row, (a.shape[0], pad, a.shape[2]))], axis=1) if pad else a
+        return jax.make_array_from_callback(a.shape, by_doc, lambda i: a[i])
+    state = topic_vi.TopicVIState(
+        gamma=docs(state.gamma, prior), lambdas=replicate(state.lambdas, mesh),
+        stats=topic_vi.SuffStats(docs(state.stats.doc_topic, 0.0), replicate(state.stats.term_topic, mesh),
+                                 replicate(state.stats.entropy, mesh)))
+    prior_r, etas_r, log_coefficient = replicate((prior, etas, log_coefficient), mesh)
+    chunk = max(1, min(int(chunk), int(max_iter)))
+
+    def run_chunk(s):
+        s, trace = _lda_chunk(s, modalities, doc_weight, prior_r, etas_r, log_coefficient,
+                              local_steps=int(local_steps), chunk=chunk, mesh=mesh)
+        return s, np.asarray(trace.addressable_data(0))
+    state, trace = optimize_chunked(run_chunk, state, max_iter=max_iter, tol=tol, chunk=chunk, progress=progress)
+    state = state._replace(gamma=state.gamma[:, :n_docs],
+                           stats=state.stats._replace(doc_topic=state.stats.doc_topic[:, :n_docs]))
+    return state, trace

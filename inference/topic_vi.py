@@ -78,9 +78,12 @@ def _dirichlet_log_norm(conc: jnp.ndarray) -> jnp.ndarray:
     return gammaln(jnp.sum(conc, axis=-1)) - jnp.sum(gammaln(conc), axis=-1)
 
 
-def e_step(log_pi: jnp.ndarray, log_phis: Sequence[jnp.ndarray], modalities: Sequence[SparseCounts]) -> SuffStats:
+def e_step(log_pi: jnp.ndarray, log_phis: Sequence[jnp.ndarray], modalities: Sequence[SparseCounts],
+           data_axis=None) -> SuffStats:
     """Optimal q(t), q(s) given E log pi (I, K) and E log phi^m (K, V_m) (Sec. 2.6.2):
-    r_ijk ∝ exp(E log pi_ik + E log phi^m_k,x_ij).  Returns the expected counts and the entropy of q."""
+    r_ijk ∝ exp(E log pi_ik + E log phi^m_k,x_ij).  Returns the expected counts and the entropy of q.
+    ``data_axis``: the documents are sharded over that mesh axis (zoo.inference.sharding); the sums over
+    documents (term_topic, entropy) are psum'd, doc_topic stays this shard's."""
     n_docs, n_topics = log_pi.shape
     doc_topic = jnp.zeros((n_docs, n_topics))
     term_topic, entropy = [], 0.0
@@ -93,6 +96,8 @@ def e_step(log_pi: jnp.ndarray, log_phis: Sequence[jnp.ndarray], modalities: Seq
         term_topic.append(jax.ops.segment_sum(weighted, data.term, num_segments=log_phi.shape[1]).T)
         # -sum n r log r = sum n logZ - sum n r logits   (r sums to one over k)
         entropy = entropy + jnp.sum(data.count * log_norm) - jnp.sum(weighted * logits)
+    if data_axis is not None:
+        term_topic, entropy = jax.lax.psum((term_topic, entropy), data_axis)
     return SuffStats(doc_topic, tuple(term_topic), jnp.asarray(entropy))
 
 
@@ -107,16 +112,22 @@ def update_lambda(etas: Sequence[jnp.ndarray], stats: SuffStats) -> tuple:
 
 
 def elbo(state: TopicVIState, prior_concentration: jnp.ndarray, etas: Sequence[jnp.ndarray],
-         log_coefficient: jnp.ndarray | float = 0.0) -> jnp.ndarray:
+         log_coefficient: jnp.ndarray | float = 0.0, data_axis=None, doc_weight=None) -> jnp.ndarray:
     """The evidence lower bound at ``state``, with q(z) the responsibilities of the last E-step.
 
     ELBO = sum_i E[log Dir(pi_i; a)] - E[log q(pi_i)] + sum_m,k E[log Dir(phi^m_k; eta_m)] - E[log q(phi^m_k)]
            + sum_ik C_ik E log pi_ik + sum_m,k,v C^m_kv E log phi^m_kv + H[q(z)] + log multinomial coefficients.
+    ``data_axis``, ``doc_weight`` (I,): this shard's documents of a sharded fit (weight 0: padding); the
+    per-document terms are psum'd, the factor terms and the entropy (already a total) are not.
     """
     log_pi = dirichlet_expected_log(state.gamma)
-    value = jnp.sum(_dirichlet_log_norm(prior_concentration) + (log_pi * (prior_concentration - 1.0)).sum(-1))
-    value -= jnp.sum(_dirichlet_log_norm(state.gamma) + ((state.gamma - 1.0) * log_pi).sum(-1))
-    value += jnp.sum(state.stats.doc_topic * log_pi)
+    real = (lambda x: x) if doc_weight is None else (lambda x: jnp.where(doc_weight > 0, x, 0.0))
+    value = jnp.sum(real(_dirichlet_log_norm(prior_concentration) + (log_pi * (prior_concentration - 1.0)).sum(-1)))
+    value -= jnp.sum(real(_dirichlet_log_norm(state.gamma) + ((state.gamma - 1.0) * log_pi).sum(-1)))
+    value += jnp.sum(real((state.stats.doc_topic * log_pi).sum(-1))) if doc_weight is not None else jnp.sum(
+        state.stats.doc_topic * log_pi)
+    if data_axis is not None:
+        value = jax.lax.psum(value, data_axis)
     for lam, eta, counts in zip(state.lambdas, etas, state.stats.term_topic):
         log_phi = dirichlet_expected_log(lam)
         value += jnp.sum(_dirichlet_log_norm(eta) + (log_phi * (eta - 1.0)).sum(-1))
@@ -154,21 +165,21 @@ def log_multinomial_coefficient(dense_modalities: Sequence[np.ndarray]) -> float
 
 
 def local_step(gamma: jnp.ndarray, log_phis: Sequence[jnp.ndarray], modalities: Sequence[SparseCounts],
-               prior_concentration: jnp.ndarray) -> tuple[jnp.ndarray, SuffStats]:
+               prior_concentration: jnp.ndarray, data_axis=None) -> tuple[jnp.ndarray, SuffStats]:
     """One E-step for q(t), q(s) then the q(pi) update: the document-level block of coordinate ascent."""
-    stats = e_step(dirichlet_expected_log(gamma), log_phis, modalities)
+    stats = e_step(dirichlet_expected_log(gamma), log_phis, modalities, data_axis)
     return update_gamma(prior_concentration, stats), stats
 
 
 def cavi_iteration(state: TopicVIState, modalities: Sequence[SparseCounts], prior_concentration: jnp.ndarray,
-                   etas: Sequence[jnp.ndarray], local_steps: int) -> TopicVIState:
+                   etas: Sequence[jnp.ndarray], local_steps: int, data_axis=None) -> TopicVIState:
     """One pass: ``local_steps`` alternations of (q(t), q(s)) and q(pi), then q(phi).  Each step is an exact
-    block maximizer of the ELBO, hence the ELBO is non-decreasing."""
+    block maximizer of the ELBO, hence the ELBO is non-decreasing. ``data_axis``: documents sharded (e_step)."""
     log_phis = tuple(dirichlet_expected_log(lam) for lam in state.lambdas)
 
     def body(carry, _):
         gamma, _stats = carry
-        return local_step(gamma, log_phis, modalities, prior_concentration), None
+        return local_step(gamma, log_phis, modalities, prior_concentration, data_axis), None
 
     (gamma, stats), _ = jax.lax.scan(body, (state.gamma, state.stats), None, length=local_steps)
     return TopicVIState(gamma=gamma, lambdas=update_lambda(etas, stats), stats=stats)

@@ -1,7 +1,8 @@
-"""Data-sharded variational EM for MCVQ (Ross 2003; zoo.inference.sharding.run_variational_em_sharded): the cases
-split over 4 host devices (psum of the sums over cases) give the one-device free-energy trace and fixed point to
-1e-10 relative, for the plain and the clustered model, with a case count that is not a multiple of the shards and
-missing entries; and the annealed free energy never increases once T = 1 (the one-device run's monotone check).
+"""Data-sharded variational EM for MCVQ (Ross 2003; zoo.inference.sharding.run_variational_em_sharded) and MoM-LDA
+coordinate ascent (Yakhnenko & Honavar; sharding.fit_mean_field_sharded): the cases / documents split over 4 host
+devices (psum of the sums over them) give the one-device objective trace and fixed point to 1e-10 relative, for the
+plain and the clustered MCVQ (missing entries) and two-modality LDA, with counts that are not a multiple of the
+shards; the objectives are monotone (F_1 never increases once T = 1; the ELBO never decreases).
 
 JAX fixes its devices when it starts, so the fits run in a child process (this file is its script)."""
 import os
@@ -19,7 +20,7 @@ def test_sharded_mcvq_reaches_the_one_device_fixed_point_on_four_devices():
     done = subprocess.run([sys.executable, os.path.abspath(__file__)], env=env, capture_output=True, text=True,
                           timeout=600, cwd=HERE)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.count("ok") == 2, done.stdout
+    assert done.stdout.count("ok") == 3, done.stdout
 
 
 def _child():
@@ -50,6 +51,30 @@ def _child():
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-10, atol=1e-12)
         assert np.all(np.diff(trace[:, 20:], axis=1) <= 1e-8 * np.abs(trace[:, 21:]))   # F_1 never increases
         print("ok", clustered)
+    _child_lda()
+
+
+def _child_lda():
+    import jax
+    from zoo.inference.sharding import data_mesh, fit_mean_field_sharded
+    from zoo.inference.topic_vi import fit_mean_field
+    rng = np.random.default_rng(3)
+    n_docs, K = 23, 3
+    topics = [rng.dirichlet(np.full(v, 0.3), size=K) for v in (8, 5)]
+    mix = rng.dirichlet(np.full(K, 0.5), size=n_docs)
+    dense = [np.stack([rng.multinomial(12, m @ t) for m in mix]).astype(float) for t in topics]
+    dense[0][4] = 0.0                               # a document with no words of the first modality
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    settings = dict(max_iter=40, tol=1e-12, local_steps=2, chunk=10)
+    one, trace = fit_mean_field(keys, dense, K, np.full(K, 0.5), [np.full(8, 0.1), np.full(5, 0.1)], **settings)
+    sharded, trace_s = fit_mean_field_sharded(keys, dense, K, np.full(K, 0.5), [np.full(8, 0.1), np.full(5, 0.1)],
+                                              mesh=data_mesh(4), **settings)
+    assert trace.shape == trace_s.shape and np.all(np.isfinite(trace))
+    np.testing.assert_allclose(trace_s, trace, rtol=1e-10)
+    for a, b in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(sharded)):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-10, atol=1e-12)
+    assert np.all(np.diff(trace, axis=1) >= -1e-9 * np.abs(trace[:, 1:]))
+    print("ok lda")
 
 
 if __name__ == "__main__":
