@@ -1,6 +1,7 @@
 """CONTRIBUTING.md is true to the code: a toy paper added by its steps (a program, a method, a loader, an
-experiment with a benchmark) in a copy of the package is found by ``zoo.catalog()``, ``zoo list``, ``zoo fit``,
-``zoo reproduce`` and ``zoo bench``, and the registry enforces the option contract on it."""
+experiment in the run / report / plot shape, a benchmark module) in a copy of the package is found by
+``zoo.catalog()``, ``zoo list``, ``zoo fit``, ``zoo reproduce`` and ``zoo bench``, and the registry enforces the
+option contract on it."""
 import os
 import pathlib
 import shutil
@@ -67,19 +68,49 @@ def toy_normal(n: int = 50, seed: int = 0) -> np.ndarray:
 '''
 
 TOY_EXPERIMENT = '''
+import dataclasses
+
 import numpy as np
 
 import zoo
-from zoo.bench import register_benchmark
-from zoo.reports import PaperReport, Section, Table
+from zoo.metrics import rms
+from zoo.reports import Figure, PaperReport, Section, Table, save_figure
+
+
+@dataclasses.dataclass
+class PosteriorResult:
+    mean: float
+    sd: float
+    error: float
+
+
+def run_posterior(fast: bool) -> PosteriorResult:
+    fit = zoo.fit(zoo.model("toy.normal_mean"), zoo.load_dataset("toy_normal"), seed=0,
+                  num_samples=50 if fast else 200)
+    mu = fit.idata.posterior["mu"].values
+    return PosteriorResult(float(mu.mean()), float(mu.std()), rms(np.array([mu.mean()]), np.array([1.5])))
+
+
+def posterior_table(result: PosteriorResult) -> Table:
+    return Table("mu", ["zoo", "paper", "sd"], [[result.mean, 1.5, result.sd]], note=f"error {result.error:.3f}")
+
+
+def plot_posterior(result: PosteriorResult, path) -> Figure:
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    ax.errorbar([0], [result.mean], yerr=[result.sd])
+    return Figure("posterior of mu", save_figure(fig, path), "mean +- sd")
 
 
 def reproduce(out_dir, fast=False):
-    fit = zoo.fit(zoo.model("toy.normal_mean"), zoo.load_dataset("toy_normal"), seed=0)
-    mean = float(fit.idata.posterior["mu"].mean())
+    result = run_posterior(fast)
     report = PaperReport(paper="toy", title="Toy 2026")
-    report.add(Section("posterior mean", [Table("mu", ["zoo", "paper"], [[mean, 1.5]])]))
+    report.add(Section("posterior mean", [posterior_table(result), plot_posterior(result, out_dir / "toy.png")]))
     return report
+'''
+
+TOY_BENCH = '''
+from zoo.bench import register_benchmark
 
 
 @register_benchmark("toy", peer="NumPy")
@@ -103,6 +134,7 @@ def test_a_toy_paper_added_by_the_documented_steps_is_found_everywhere(tmp_path)
     (src / "zoo" / "papers" / "toy.py").write_text(TOY_PAPER)
     (src / "zoo" / "data" / "toy.py").write_text(TOY_DATA)
     (src / "zoo" / "experiments" / "toy.py").write_text(TOY_EXPERIMENT)
+    (src / "zoo" / "experiments" / "toy_bench.py").write_text(TOY_BENCH)
     check = textwrap.dedent(f'''
         import contextlib, io, pathlib
         import pytest
@@ -127,6 +159,7 @@ def test_a_toy_paper_added_by_the_documented_steps_is_found_everywhere(tmp_path)
         text = out.getvalue()
         assert "toy.normal_mean" in text and "toy_normal" in text
         assert "Toy 2026" in pathlib.Path({str(tmp_path / "reports" / "index.md")!r}).read_text()
+        assert pathlib.Path({str(tmp_path / "reports" / "toy" / "toy.png")!r}).is_file()
         assert pathlib.Path({str(tmp_path / "bench" / "bench.json")!r}).is_file()
         ''')
     env = dict(os.environ, PYTHONPATH=str(src), OMP_NUM_THREADS="1", MPLBACKEND="Agg")

@@ -1,9 +1,10 @@
-"""Scores shared by the papers: region annotation errors (Carbonetto 2003 Sec. 5.3), clustering accuracy."""
+"""Scores shared by the papers: region annotation errors (Carbonetto 2003 Sec. 5.3), clustering accuracy, ROC AUC
+and RMS error (scikit-learn's where it computes the same), the Sec. 7 region-labelling rule of Gustafson (2007)."""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pr_n", "pr_sampled", "empirical_word_proba", "matched_accuracy"]
+__all__ = ["pr_n", "pr_sampled", "empirical_word_proba", "matched_accuracy", "auc", "rms", "region_label_correct"]
 
 
 def _per_image_mean(errors: np.ndarray, image_ids: np.ndarray) -> float:
@@ -63,3 +64,38 @@ def matched_accuracy(true_labels, predicted_labels) -> float:
     table = np.array([[np.sum((true_labels == t) & (predicted_labels == p)) for p in classes] for t in classes])
     rows, cols = linear_sum_assignment(-table)
     return float(table[rows, cols].sum() / true_labels.shape[0])
+
+
+def auc(scores, labels) -> float:
+    """Area under the ROC curve of ``scores`` (n,) for binary ``labels`` (n,), ties counting 1/2
+    (scikit-learn's ``roc_auc_score``); NaN when ``labels`` hold one class only (no pair to rank)."""
+    from sklearn.metrics import roc_auc_score
+
+    scores = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(labels).astype(bool)
+    if scores.shape != labels.shape or scores.ndim != 1:
+        raise ValueError(f"scores: expected shape {labels.shape} (one per label), got {scores.shape}")
+    if labels.all() or not labels.any():
+        return float("nan")
+    return float(roc_auc_score(labels, scores))
+
+
+def rms(estimate, truth) -> float:
+    """Root mean squared error over every entry of ``estimate`` and ``truth`` (same shape), as scikit-learn's
+    ``root_mean_squared_error`` on the flattened arrays."""
+    estimate = np.asarray(estimate, dtype=np.float64)
+    truth = np.asarray(truth, dtype=np.float64)
+    if estimate.shape != truth.shape:
+        raise ValueError(f"estimate: expected the shape of truth {truth.shape}, got {estimate.shape}")
+    return float(np.sqrt(np.mean((estimate - truth) ** 2)))
+
+
+def region_label_correct(estimate, truth) -> np.ndarray:
+    """Gustafson et al. (2007) Sec. 7 rule, per region (bool): right if the estimate is the true label, or garbage
+    (0) for a region with no true label (-1). ``estimate`` (R,): 0 = garbage, k = vocabulary[k - 1];
+    ``truth`` (R,): vocabulary index or -1."""
+    estimate = np.asarray(estimate)
+    truth = np.asarray(truth)
+    if estimate.shape != truth.shape:
+        raise ValueError(f"estimate: expected the shape of truth {truth.shape}, got {estimate.shape}")
+    return np.where(truth < 0, estimate == 0, estimate == truth + 1)

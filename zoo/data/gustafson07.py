@@ -6,7 +6,8 @@
   the coverage constraint then fixes Y (S_i = {0, k}, one segment that must carry keyword k).
 - ``regions_from_program``: annotated images drawn from the FULL/FS/CVFS NumPyro program itself (prior
   predictive with the coverage constraint by rejection), with the true labels and the true M.
-Both are registered as data sets: ``zoo.load_dataset("gustafson07_sec6", ...)`` and
+- ``bench_fs_data``: the FS problem of ``zoo bench cvfs`` (3 concepts, half the units labelled).
+The first two are registered as data sets: ``zoo.load_dataset("gustafson07_sec6", ...)`` and
 ``zoo.load_dataset("gustafson07_program", ...)``.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from zoo.data.containers import AnnotatedRegions
 from zoo.data.location import register_loader
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
 
-__all__ = ["sec6_means", "sec6_synthetic", "sample_image_layout", "regions_from_program"]
+__all__ = ["sec6_means", "sec6_synthetic", "sample_image_layout", "regions_from_program", "bench_fs_data"]
 
 
 def sec6_means(delta: float = 0.47) -> np.ndarray:
@@ -142,3 +143,23 @@ def _draw_latents_with_coverage(variant, allowed, image_ids, kw, p, seed, max_tr
         return {k: v["value"] for k, v in tr.items() if v["type"] == "sample"}
 
     return {k: np.asarray(v) for k, v in forward(jax.random.PRNGKey(seed), jnp.asarray(Y)).items()}
+
+
+def bench_fs_data(n_units: int = 200, p: int = 16, seed: int = 0) -> AnnotatedRegions:
+    """The benchmark's FS problem: K = 3 concepts, ``n_units`` units, D = ``p`` (>= 6), half labelled (one-segment
+    images annotated with their concept), half unannotated; features 1-4 separate the concepts clearly, 5-6 weakly
+    (their inclusion indicators mix), the rest are correlated noise (correlation 0.3)."""
+    if p < 6:
+        raise ValueError(f"p: expected at least 6 features, got {p}")
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n_units)
+    means = np.zeros((3, p))
+    means[:, :4] = 1.2 * rng.choice([-1.0, 1.0], size=(3, 4))
+    means[:, 4:6] = 0.25 * rng.choice([-1.0, 1.0], size=(3, 2))
+    corr = 0.3 + 0.7 * np.eye(p)
+    X = means[labels] + rng.standard_normal((n_units, p)) @ np.linalg.cholesky(corr).T
+    vocabulary = ["c1", "c2", "c3"]
+    half = n_units // 2
+    keywords = [[vocabulary[labels[i]]] if i < half else [] for i in range(n_units)]
+    return AnnotatedRegions(X=X, image_ids=np.arange(n_units), keywords=keywords, vocabulary=vocabulary,
+                            region_labels=labels, allow_unannotated=True)

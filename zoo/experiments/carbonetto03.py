@@ -1,10 +1,12 @@
 """Reproduce Carbonetto et al. (2003): Sec. 2 (feature weighting in a mixture), Sec. 5.2 (translation model on
-synthetic data), Sec. 5.3 on real annotated regions when available; and ``zoo bench gmm``.
+synthetic data), Sec. 5.3 on real annotated regions when available. ``zoo bench gmm`` is in
+``zoo.experiments.carbonetto03_bench``.
 
 All settings are fixed here before anything is run on the reported data; seeds make every number reproducible.
 """
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import time
 
@@ -12,7 +14,6 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import zoo
-from zoo.bench import register_benchmark, timeit_best
 from zoo.data.carbonetto03 import SEC2_VARIANCES, mixture_data_sec2, translation_data_sec52
 from zoo.metrics import empirical_word_proba, matched_accuracy, pr_n, pr_sampled
 
@@ -25,7 +26,25 @@ A_PAPER, B_PAPER = -1.0, 1e-5
 
 
 # ------------------------------------------------------------------------------------------------ Sec. 2
-def sec2_accuracies(n_datasets: int, n_restarts: int, seed: int = 0) -> dict:
+@dataclasses.dataclass
+class Sec2Result:
+    """accuracy: fit -> {"best": [accuracy of the best restart per data set], "any": [mean over restarts]};
+    tau (n_datasets, 6): the MAP fits' shrinkage scales sqrt(tau2)."""
+
+    accuracy: dict
+    tau: np.ndarray
+
+
+@dataclasses.dataclass
+class Sec52Result:
+    """rms: fit -> {"relevant": [RMS error of the 3 relevant features' means], "all": [of every feature]}, one
+    per data set; tau (n_datasets, 9): the MAP full fits' sqrt(tau2)."""
+
+    rms: dict
+    tau: np.ndarray
+
+
+def run_sec2(n_datasets: int, n_restarts: int, seed: int = 0) -> Sec2Result:
     """Training-set classification accuracy (best relabelling) of the three fits, over ``n_datasets`` draws.
 
     Each fit: EM from ``n_restarts`` random initializations (data points as means); the restart with the best
@@ -68,7 +87,7 @@ def sec2_accuracies(n_datasets: int, n_restarts: int, seed: int = 0) -> dict:
         out.setdefault(SYMMETRIC, {"best": [], "any": []})
         out[SYMMETRIC]["best"].append(acc)
         out[SYMMETRIC]["any"].append(acc)
-    return {"accuracy": out, "tau": np.array(tau)}
+    return Sec2Result(accuracy=out, tau=np.array(tau))
 
 
 def _labels(params, Xc, variances):
@@ -94,7 +113,7 @@ def _sklearn_sec2(n_datasets, seed):
 
 
 # ---------------------------------------------------------------------------------------------- Sec. 5.2
-def sec52_errors(n_datasets: int, n_images: int, n_restarts: int, seed: int = 100) -> dict:
+def run_sec52(n_datasets: int, n_images: int, n_restarts: int, seed: int = 100) -> Sec52Result:
     """RMS error of the estimated word means over ``n_datasets`` random data sets (paper: 19), and tau_hat."""
     fits = {
         "ML, first 3 features": ("ml_em", "full", slice(0, 3)),
@@ -117,11 +136,19 @@ def sec52_errors(n_datasets: int, n_images: int, n_restarts: int, seed: int = 10
             rms[name]["all"].append(float(np.sqrt(np.mean(err ** 2))))
             if name.startswith("MAP full"):
                 tau.append(np.sqrt(fit.state["params"].tau2))
-    return {"rms": rms, "tau": np.array(tau)}
+    return Sec52Result(rms=rms, tau=np.array(tau))
 
 
 # ---------------------------------------------------------------------------------------------- Sec. 5.3
-def sec53_real(n_restarts: int, seed: int = 0):
+@dataclasses.dataclass
+class Sec53Result:
+    """rows: model -> {"PR-1", "PR-3", "PR-sampled"} (and "tau_hat" (10,) for MAP diag), the empirical word
+    frequency baseline included."""
+
+    rows: dict
+
+
+def run_sec53(n_restarts: int, seed: int = 0) -> Sec53Result | None:
     """The four models of Sec. 5.3 on MSRC-v2 regions (carbonetto03 features); None when the data are absent."""
     try:
         train = zoo.load_dataset("msrc_v2", split="train", features="carbonetto03")
@@ -148,7 +175,7 @@ def sec53_real(n_restarts: int, seed: int = 0):
         rows[name] = _scores(fit.predict(sub(test)).word_proba, test)
         if name.startswith("MAP diag"):
             rows[name]["tau_hat"] = np.sqrt(fit.state["params"].tau2)
-    return rows
+    return Sec53Result(rows)
 
 
 def _scores(proba, data):
@@ -164,16 +191,16 @@ TAU_PAPER_SEC53 = [0.4, 0.1, 0.0, 0.9, 1.8, 4.9, 2.4, 2.2, 3.2, 3.4]
 SEC53_FEATURES = ["area", "x", "y", "boundary/area", "L mean", "a mean", "b mean", "L std", "a std", "b std"]
 
 
-def sec2_tables(res2: dict, sklearn_accuracy: float | None, n_datasets: int, n_restarts: int) -> list:
+def sec2_tables(res2: Sec2Result, sklearn_accuracy: float | None, n_datasets: int, n_restarts: int) -> list:
     """Sec. 2: accuracy of each fit beside the paper, and tau_hat of the MAP fit."""
     from zoo.reports import Table
 
     rows = [[name, 100 * float(np.mean(acc["best"])), 100 * float(np.mean(acc["any"])), PAPER_SEC2[name]]
-            for name, acc in res2["accuracy"].items()]
+            for name, acc in res2.accuracy.items()]
     rows.append(["scikit-learn GaussianMixture (diag, variances learned), all 6",
                  None if sklearn_accuracy is None else 100 * sklearn_accuracy, None, None])
-    ml6 = 100 * float(np.mean(res2["accuracy"]["ML, all 6 features"]["best"]))
-    sym = 100 * float(np.mean(res2["accuracy"][SYMMETRIC]["best"]))
+    ml6 = 100 * float(np.mean(res2.accuracy["ML, all 6 features"]["best"]))
+    sym = 100 * float(np.mean(res2.accuracy[SYMMETRIC]["best"]))
     accuracy = Table(
         "Sec. 2: training-set classification accuracy %",
         ["fit", "zoo, best-objective restart", "zoo, mean over restarts", "paper"], rows,
@@ -181,19 +208,19 @@ def sec2_tables(res2: dict, sklearn_accuracy: float | None, n_datasets: int, n_r
              f"under the best relabelling. Gap on 'ML, all 6 features' (zoo {ml6:.1f} vs paper 37.5): a symmetric "
              f"start (every mean at the data mean) is a fixed point of EM and scores the largest class's share "
              f"(zoo {sym:.1f}), our explanation of the paper's 37.5 = 75/200; the zoo's ML 6 row starts from data points.")
-    tau = res2["tau"].mean(0)
+    tau = res2.tau.mean(0)
     tau_table = Table("Sec. 2: tau_hat of the MAP shrinkage fit (mean over data sets)",
                       ["", *(f"feature {j + 1}" for j in range(tau.size))], [["zoo", *map(float, tau)]],
                       note="The paper states no tau_hat for Sec. 2; features 1-3 are informative, 4-6 are noise.")
     return [accuracy, tau_table]
 
 
-def sec52_tables(res5: dict, n_datasets: int, n_images: int, n_restarts: int) -> list:
+def sec52_tables(res5: Sec52Result, n_datasets: int, n_images: int, n_restarts: int) -> list:
     """Sec. 5.2: RMS error of the word means per fit, and tau_hat beside the paper."""
     from zoo.reports import Table
 
     rows = [[name, f"{np.mean(v['relevant']):.3f} ± {np.std(v['relevant']):.3f}", float(np.mean(v["all"]))]
-            for name, v in res5["rms"].items()]
+            for name, v in res5.rms.items()]
     rms = Table("Sec. 5.2: RMS error of the estimated word means",
                 ["fit", "RMS, 3 relevant features (mean ± sd)", "RMS, all features used"], rows,
                 note=f"{n_datasets} data sets of {n_images} images, {n_restarts} restarts (paper: 19 data sets). The "
@@ -201,7 +228,7 @@ def sec52_tables(res5: dict, n_datasets: int, n_images: int, n_restarts: int) ->
                      f"given; ML on the 3 relevant features is best."
                      + (f" With {n_datasets} data sets (--fast) the means are noisy: compare them with the sd."
                         if n_datasets < 19 else ""))
-    tau = res5["tau"].mean(0)
+    tau = res5.tau.mean(0)
     floor = float(np.sqrt(B_PAPER / (A_PAPER + 3 / 2 + 1)))
     tau_table = Table("Sec. 5.2: tau_hat of the MAP full fit (mean over data sets)",
                       ["", *(f"feature {j + 1}" for j in range(tau.size))],
@@ -214,10 +241,11 @@ def sec52_tables(res5: dict, n_datasets: int, n_images: int, n_restarts: int) ->
     return [rms, tau_table]
 
 
-def sec53_tables(real: dict) -> list:
+def sec53_tables(result: Sec53Result) -> list:
     """Sec. 5.3 on MSRC-v2: PR errors of the four models and the baseline, and tau_hat beside the paper's Corel."""
     from zoo.reports import Table
 
+    real = result.rows
     metrics = ("PR-1", "PR-3", "PR-sampled")
     errors = Table("Sec. 5.3: region-labelling errors on MSRC-v2 test regions (lower is better)",
                    ["model", *metrics], [[name, *(float(s[m]) for m in metrics)] for name, s in real.items()],
@@ -231,16 +259,16 @@ def sec53_tables(real: dict) -> list:
     return [errors, tau_table]
 
 
-def plot_sec2(res2: dict, path: pathlib.Path):
+def plot_sec2(res2: Sec2Result, path: pathlib.Path):
     """Box plot of the Sec. 2 accuracies (best-objective restart) per fit, with the paper's numbers."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from zoo.reports import Figure, save_figure
 
-    names = list(res2["accuracy"])
+    names = list(res2.accuracy)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.boxplot([100 * np.array(res2["accuracy"][n]["best"]) for n in names])
+    ax.boxplot([100 * np.array(res2.accuracy[n]["best"]) for n in names])
     ax.set_xticks(range(1, len(names) + 1), [SHORT_SEC2[n] for n in names])
     for i, n in enumerate(names, start=1):
         if PAPER_SEC2[n] is not None:
@@ -256,7 +284,7 @@ def plot_sec2(res2: dict, path: pathlib.Path):
                   "symmetric start.")
 
 
-def plot_sec52(res5: dict, path: pathlib.Path):
+def plot_sec52(res5: Sec52Result, path: pathlib.Path):
     """Sec. 5.2: RMS errors per fit (box plot) and tau_hat beside the paper (bars)."""
     import matplotlib
     matplotlib.use("Agg")
@@ -264,14 +292,14 @@ def plot_sec52(res5: dict, path: pathlib.Path):
     from zoo.reports import Figure, save_figure
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    names = list(res5["rms"])
-    axes[0].boxplot([res5["rms"][n]["relevant"] for n in names])
+    names = list(res5.rms)
+    axes[0].boxplot([res5.rms[n]["relevant"] for n in names])
     axes[0].set_xticks(range(1, len(names) + 1), ["ML 3", "ML 9", "MAP full", "MAP diag"])
     axes[0].set_xlabel("fit")
     axes[0].set_ylabel("RMS error of the means (3 relevant features)")
     axes[0].set_title("Sec. 5.2 (paper Fig. 5)")
     k = np.arange(1, 10)
-    axes[1].bar(k - 0.2, res5["tau"].mean(0), 0.4, label="zoo (MAP full)")
+    axes[1].bar(k - 0.2, res5.tau.mean(0), 0.4, label="zoo (MAP full)")
     axes[1].bar(k + 0.2, PAPER_TAU_SEC52, 0.4, label="paper")
     axes[1].set_xticks(k)
     axes[1].set_xlabel("feature")
@@ -293,7 +321,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
                                          "weighting for unsupervised learning")
     n2, r2 = (5, 5) if fast else (50, 10)
     t0 = time.perf_counter()
-    res2 = sec2_accuracies(n_datasets=n2, n_restarts=r2)
+    res2 = run_sec2(n_datasets=n2, n_restarts=r2)
     sk = _sklearn_sec2(n2, seed=0)
     report.add(Section("Sec. 2: feature weighting in a Gaussian mixture",
                        [*sec2_tables(res2, sk, n2, r2), plot_sec2(res2, out_dir / "carbonetto03_sec2.png")],
@@ -301,7 +329,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
 
     n5, images, r5 = (4, 60, 3) if fast else (19, 100, 5)
     t0 = time.perf_counter()
-    res5 = sec52_errors(n_datasets=n5, n_images=images, n_restarts=r5)
+    res5 = run_sec52(n_datasets=n5, n_images=images, n_restarts=r5)
     report.add(Section("Sec. 5.2: translation model on synthetic data",
                        [*sec52_tables(res5, n5, images, r5), plot_sec52(res5, out_dir / "carbonetto03_sec52.png")],
                        seconds=time.perf_counter() - t0))
@@ -311,7 +339,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
                             f"(Sec. 2: {n2} x {r2}, Sec. 5.2: {n5} x {r5}; full: 50 x 10 and 19 x 5)")
     else:
         t0 = time.perf_counter()
-        real = sec53_real(n_restarts=5)
+        real = run_sec53(n_restarts=5)
         if real is None:
             report.notes.append("Sec. 5.3 not run: the MSRC-v2 regions are not available")
         else:
@@ -320,61 +348,3 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     for section in report.sections:
         print_section(section)
     return report
-
-
-# --------------------------------------------------------------------------------------------- benchmark
-@register_benchmark("gmm", peer="scikit-learn GaussianMixture (full covariance)")
-def bench_gmm(fast: bool = False) -> dict:
-    """MAP-EM time per iteration vs scikit-learn's EM: N = 10 000, D = 16, 3 components, full covariance,
-    the same initial means, both single-threaded, after compilation."""
-    import jax
-    import jax.numpy as jnp
-    from sklearn.mixture import GaussianMixture
-
-    from zoo.inference import em
-    from zoo.papers.carbonetto03 import _initial_params
-
-    rng = np.random.default_rng(0)
-    n, d, c = 10_000, 16, 3
-    centres = rng.normal(scale=3.0, size=(c, d))
-    X = centres[rng.integers(c, size=n)] + rng.normal(size=(n, d))
-    init_means = X[rng.choice(n, c, replace=False)]
-    iters = 20 if fast else 50
-
-    mu_star = X.mean(0)
-    sigma_star = np.cov(X, rowvar=False, bias=True)
-    Xc = jnp.asarray(X - mu_star)
-    hyper = em.Hyper(jnp.asarray(sigma_star), jnp.asarray(d + 2.0), jnp.asarray(1.0), jnp.asarray(1.0),
-                     jnp.ones(c), jnp.asarray(0.0))
-    config = em.EMConfig(diagonal=False, use_prior=True, learn_weights=True, learn_covs=True)
-    allowed = jnp.ones((n, c), bool)
-    init = _initial_params(jax.random.PRNGKey(0), Xc, allowed, c, hyper.sigma_star, False, None,
-                           jnp.asarray(init_means - mu_star))
-    inits = jax.tree_util.tree_map(lambda x: x[None], init)
-
-    def zoo_run():
-        res = em.run_em_restarts(Xc, inits, hyper, allowed, config, max_iter=iters, tol=-1.0)
-        jax.block_until_ready(res.objective)
-        return res
-
-    t0 = time.perf_counter()
-    res = zoo_run()
-    compile_s = time.perf_counter() - t0
-    assert int(res.n_iter[0]) == iters
-    zoo_s = timeit_best(zoo_run, repeats=3) / iters
-
-    def sk_run():
-        gm = GaussianMixture(c, covariance_type="full", max_iter=iters, tol=0.0, means_init=init_means,
-                             reg_covar=1e-6, init_params="random_from_data")
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            gm.fit(X)
-        assert gm.n_iter_ == iters
-        return gm
-
-    sk_run()
-    sk_s = timeit_best(sk_run, repeats=3) / iters
-    return {"N, D, C": f"{n}, {d}, {c}", "iterations timed": iters,
-            "zoo MAP-EM s/iter": round(zoo_s, 6), "sklearn EM s/iter": round(sk_s, 6),
-            "ratio zoo/sklearn": round(zoo_s / sk_s, 3), "zoo compile s": round(compile_s, 2), "goal": "<= 0.5"}

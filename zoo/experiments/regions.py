@@ -14,7 +14,7 @@ predicted word is their true label) of:
 "with captions" restricts each region's prediction to its image's keywords (the region-labelling task of
 Carbonetto et al. 2003 and Gustafson et al. 2007); "free" predicts from the whole vocabulary (annotation of new
 images, Yakhnenko & Honavar). "per image" averages the with-captions accuracy over the regions of an image first,
-then over images (Carbonetto et al. 2003, Sec. 5.3).
+then over images (Carbonetto et al. 2003, Sec. 5.3). ``zoo bench regions`` is in ``zoo.experiments.regions_bench``.
 """
 from __future__ import annotations
 
@@ -22,10 +22,8 @@ import pathlib
 
 import numpy as np
 
-from zoo.bench import register_benchmark
-
 __all__ = ["word_prior_scores", "cooccurrence_scores", "supervised_scores", "region_accuracy", "baseline_table",
-           "baseline_rows", "run_baselines", "baseline_tables", "plot_regions", "reproduce"]
+           "baseline_rows", "run_baselines", "baseline_tables", "plot_regions", "reproduce", "is_cached"]
 
 
 def word_prior_scores(train, test) -> np.ndarray:
@@ -127,12 +125,17 @@ def _settings(fast: bool, ncut_cached: bool) -> list[tuple[str, str, str]]:
             for feat in ("carbonetto03", "gustafson07", "kueck04")]
 
 
-def _is_cached(segmentation: str) -> bool:
+def is_cached(segmentation: str) -> bool:
+    """Whether the MSRC-v2 regions of ``segmentation`` (with its default parameters) are in the cache already."""
     from zoo.data import msrc
     from zoo.data.regions import segmentation_params
 
     key = msrc._cache_key(segmentation, segmentation_params(segmentation), msrc.msrc_image_names())
     return (msrc.cache_dir() / f"{key}.npz").exists()
+
+
+#: the former private name (zoo.experiments.leaderboard still imports it)
+_is_cached = is_cached
 
 
 def run_baselines(settings, n_jobs: int = 2) -> list[dict]:
@@ -188,7 +191,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False, n_jobs: int = 2):
         print(f"regions: {message}")
         report.notes.append(message)
         return report
-    ncut_cached = _is_cached("ncut")
+    ncut_cached = is_cached("ncut")
     settings = _settings(fast, ncut_cached)
     if fast and not ncut_cached:
         message = ("--fast: Normalized Cuts not cached yet; using the fast SLIC segmentation "
@@ -227,72 +230,3 @@ def plot_regions(path: pathlib.Path, segmentation: str):
     return Figure("Segmented test photographs", path,
                   f"Six test photographs spread over the split, with the {segmentation} region boundaries and "
                   f"each region's ground-truth label (as plot_msrc_image draws them).")
-
-
-# ------------------------------------------------------------------------------------------- benchmark
-def _benchmark_images(n: int) -> list:
-    """n MSRC-v2 photographs spread over the rows, or scikit-image's sample photographs without the data."""
-    from zoo.data import msrc
-
-    try:
-        names = msrc.msrc_image_names()
-    except FileNotFoundError:
-        import skimage.data
-        stock = [skimage.data.chelsea(), skimage.data.coffee(), skimage.data.astronaut()[::2, ::2],
-                 skimage.data.rocket()[::2, ::2]]
-        return [stock[i % len(stock)] for i in range(n)]
-    return [msrc.read_msrc_image(names[i]) for i in np.linspace(0, len(names) - 1, n).astype(int)]
-
-
-def _skimage_ncut(image, params) -> np.ndarray:
-    """The peer: the same SLIC superpixels, skimage.graph.rag_mean_color + cut_normalized (ARPACK)."""
-    import skimage.graph
-    from skimage.color import rgb2lab
-    from skimage.segmentation import slic
-
-    superpixels = slic(image, n_segments=params["n_superpixels"], compactness=params["compactness"], start_label=0)
-    rag = skimage.graph.rag_mean_color(rgb2lab(image), superpixels, mode="similarity",
-                                       sigma=params["sigma"] ** 2)  # skimage: exp(-d^2 / sigma)
-    return skimage.graph.cut_normalized(superpixels, rag, thresh=params["thresh"], rng=0)
-
-
-@register_benchmark("regions", peer="skimage.graph.cut_normalized")
-def benchmark_segmentation(fast: bool = True) -> dict:
-    """Seconds per image (segmentation + 16 region statistics) of each method, and the peer's NCut.
-
-    Each method is warmed up on one image first (imports, caches); wall and CPU (process) time are reported,
-    CPU time being the figure that stays meaningful on a shared machine. Both NCuts use the same superpixels.
-    """
-    import time
-
-    from zoo.data.region_features import region_statistics
-    from zoo.data.regions import segment_image, segmentation_params
-
-    images = _benchmark_images(8 if fast else 60)
-    out: dict = {"images": len(images)}
-
-    def timed(run) -> tuple[float, float, list]:
-        run(images[0])
-        wall, cpu = time.perf_counter(), time.process_time()
-        results = [run(im) for im in images]
-        return (time.perf_counter() - wall) / len(images), (time.process_time() - cpu) / len(images), results
-
-    for method in ("ncut", "slic", "felzenszwalb"):
-        wall, cpu, counts = timed(lambda im: region_statistics(im, segment_image(im, method)).shape[0])
-        out[f"{method}_wall_s_per_image"] = round(wall, 4)
-        out[f"{method}_cpu_s_per_image"] = round(cpu, 4)
-        out[f"{method}_median_regions"] = float(np.median(counts))
-    params = segmentation_params("ncut")
-
-    def peer(im):
-        try:
-            return _skimage_ncut(im, params).max() + 1
-        except Exception:  # ARPACK "No shifts could be applied" and kin
-            return -1
-
-    wall, cpu, counts = timed(peer)
-    out["peer_skimage_ncut_wall_s_per_image"] = round(wall, 4)
-    out["peer_skimage_ncut_cpu_s_per_image"] = round(cpu, 4)
-    out["peer_skimage_ncut_failures"] = int(sum(c < 0 for c in counts))
-    out["ncut_speedup_cpu"] = round(out["peer_skimage_ncut_cpu_s_per_image"] / out["ncut_cpu_s_per_image"], 2)
-    return out

@@ -1,4 +1,6 @@
-"""Reproduction of Yakhnenko & Honavar (MoM-LDA / MoM-HDP) and the ``topics`` benchmark.
+"""Reproduction of Yakhnenko & Honavar (MoM-LDA / MoM-HDP); the ``topics`` benchmark is in
+``zoo.experiments.yakhnenko_bench``. ``run_*`` return dataclasses of numbers, ``*_table(s)`` and ``plot_*`` report
+them, ``reproduce`` chains them.
 
 ``reproduce(out_dir, fast)``:
   1. synthetic (always): data simulated from the MoM-LDA program; topic recovery (Hungarian-matched L1 error of
@@ -9,12 +11,12 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import time
 
 import numpy as np
 
-from zoo.bench import register_benchmark, timeit_best
 
 PAPER_TABLE1 = {  # VOC 2007, accuracy %, per region / per caption (Table 1 of the paper)
     "NB OneVsAll": (30.56, 38.03), "LR OneVsAll": (20.19, 20.79), "MoM-LDA": (31.67, 40.82),
@@ -23,6 +25,51 @@ PAPER_TABLE1 = {  # VOC 2007, accuracy %, per region / per caption (Table 1 of t
 
 PAPER_FIG3 = ("The paper's Fig. 3 (VOC 2007): MoM-LDA is best at K = 5 and degrades for larger K; MoM-HDP is "
               "insensitive to K.")
+
+
+@dataclasses.dataclass
+class CaptionResult:
+    """Corel5k caption annotation: rows (method -> caption_acc, top1_acc, precision_at_5 [, perplexity], in %),
+    seconds (method -> fit and prediction time)."""
+
+    rows: dict
+    seconds: dict
+
+
+@dataclasses.dataclass
+class SyntheticResult:
+    """Factor recovery on data drawn from the MoM-LDA program: rows (method -> l1_visual, l1_words, caption_acc,
+    factors_used), the split and vocabulary sizes, and the L1 error of a uniform guess of the visual factors."""
+
+    rows: dict
+    n_train: int
+    n_test: int
+    k: int
+    n_words: int
+    n_visual_words: int
+    chance_l1_visual: float
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """Accuracy against K: K (the values), and per model a dict (Corel5k: caption_acc, top1_acc lists) or a list of
+    dicts (MSRC-v2: region_acc, caption_acc per K)."""
+
+    K: list
+    by_model: dict
+
+
+@dataclasses.dataclass
+class MsrcResult:
+    """MSRC-v2 region labelling: table (method -> region_acc, caption_acc at K = 20), the K sweep, counts."""
+
+    table: dict
+    k_sensitivity: SweepResult
+    n_train: int
+    n_test: int
+    n_scored: int
+    n_labels: int
+    n_empty_regions: int
 
 
 def _fit(model_id, data, fast, seed=0, **options):
@@ -54,7 +101,13 @@ def _scores(train, test, fast):
     return out, seconds
 
 
-def _accuracy_table(scores, test):
+def run_caption_annotation(train, test, fast: bool) -> CaptionResult:
+    """Caption accuracy of every method on the Corel5k test images (Table 1 analogue)."""
+    scores, seconds = _scores(train, test, fast)
+    return CaptionResult(_accuracy_rows(scores, test), seconds)
+
+
+def _accuracy_rows(scores, test):
     from zoo.papers import yakhnenko as yh
     rows = {}
     for name, s in scores.items():
@@ -95,7 +148,7 @@ def _matched_l1(estimated, true):
     return float(cost[rows, cols].mean())
 
 
-def synthetic_experiment(fast: bool) -> dict:
+def run_synthetic(fast: bool) -> SyntheticResult:
     """Recovery of the factors of data simulated from the MoM-LDA program, and held-out caption accuracy."""
     from zoo.data import MultimodalCounts
     from zoo.data.corel5k import simulate_multimodal
@@ -132,29 +185,29 @@ def synthetic_experiment(fast: bool) -> dict:
     for name, kind in (("NB OneVsAll", "nb"), ("LR OneVsAll", "lr")):
         rows[name] = dict(caption_acc=100 * yh.caption_accuracy(yh.one_vs_all_baseline(train, test.visual_words,
                                                                                          kind), test.words))
-    return {"rows": rows, "n_train": n_train, "n_test": n_test, "k": k, "n_words": int(train.words.shape[1]),
-            "n_visual_words": int(train.visual_words.shape[1]), "chance_l1_visual": chance_b}
+    return SyntheticResult(rows=rows, n_train=n_train, n_test=n_test, k=k, n_words=int(train.words.shape[1]),
+                           n_visual_words=int(train.visual_words.shape[1]), chance_l1_visual=chance_b)
 
 
-def synthetic_table(res: dict):
+def synthetic_table(res: SyntheticResult):
     """Factor recovery and caption accuracy on the synthetic data."""
     from zoo.reports import Table
     rows = [[name, r.get("l1_visual"), r.get("l1_words"), r.get("factors_used"), r["caption_acc"]]
-            for name, r in res["rows"].items()]
-    return Table(f"Synthetic data from the MoM-LDA program ({res['n_train']} train / {res['n_test']} test images, "
-                 f"K = {res['k']}, {res['n_words']} words, {res['n_visual_words']} visual words)",
+            for name, r in res.rows.items()]
+    return Table(f"Synthetic data from the MoM-LDA program ({res.n_train} train / {res.n_test} test images, "
+                 f"K = {res.k}, {res.n_words} words, {res.n_visual_words} visual words)",
                  ["method", "L1 visual factors", "L1 word factors", "factors with >= 1% of tokens", "caption acc. %"],
                  rows,
                  note=f"Factor recovery: mean L1 distance between the true factors and the Hungarian-matched "
-                      f"estimated ones (the {res['k']} most used); a uniform guess scores "
-                      f"{res['chance_l1_visual']:.2f} on the visual factors. The paper has no synthetic experiment.")
+                      f"estimated ones (the {res.k} most used); a uniform guess scores "
+                      f"{res.chance_l1_visual:.2f} on the visual factors. The paper has no synthetic experiment.")
 
 
-def k_sensitivity(train, test, fast: bool) -> dict:
+def run_k_sensitivity(train, test, fast: bool) -> SweepResult:
     """Fig. 3 analogue: caption accuracy against K for MoM-LDA and MoM-HDP (test split)."""
     from zoo.papers import yakhnenko as yh
     ks = (5, 10, 20, 30, 40, 50)
-    result = {"K": list(ks)}
+    result = SweepResult(K=list(ks), by_model={})
     for name, mid, key in (("MoM-LDA", "yakhnenko.mom_lda", "n_topics"), ("MoM-HDP", "yakhnenko.mom_hdp",
                                                                           "truncation")):
         acc, top1 = [], []
@@ -163,17 +216,17 @@ def k_sensitivity(train, test, fast: bool) -> dict:
             acc.append(100 * yh.caption_accuracy(proba, test.words))
             top1.append(100 * yh.caption_accuracy(proba, test.words, n_predicted=1))
             print(f"  {name} K={k}: caption acc {acc[-1]:.2f} %, top-1 {top1[-1]:.2f} %", flush=True)
-        result[name] = dict(caption_acc=acc, top1_acc=top1)
+        result.by_model[name] = dict(caption_acc=acc, top1_acc=top1)
     return result
 
 
-def k_sensitivity_table(result: dict):
+def k_sensitivity_table(result: SweepResult):
     """Corel5k caption / top-1 accuracy against K."""
     from zoo.reports import Table
-    ks = result["K"]
-    rows = [[name, *(f"{a:.1f} / {t:.1f}" for a, t in zip(result[name]["caption_acc"], result[name]["top1_acc"]))]
+    ks, by = result.K, result.by_model
+    rows = [[name, *(f"{a:.1f} / {t:.1f}" for a, t in zip(by[name]["caption_acc"], by[name]["top1_acc"]))]
             for name in ("MoM-LDA", "MoM-HDP")]
-    ranges = {name: max(result[name]["caption_acc"]) - min(result[name]["caption_acc"])
+    ranges = {name: max(by[name]["caption_acc"]) - min(by[name]["caption_acc"])
               for name in ("MoM-LDA", "MoM-HDP")}
     spread = "; ".join(f"{name}: range of caption accuracy over K {r:.2f} points" for name, r in ranges.items())
     return Table("K-sensitivity on Corel5k (Fig. 3 analogue; caption |C| = |R| / top-1 accuracy %)",
@@ -181,10 +234,11 @@ def k_sensitivity_table(result: dict):
                  note=f"{spread}. {PAPER_FIG3}")
 
 
-def plot_k_sensitivity(result: dict, path: pathlib.Path):
+def plot_k_sensitivity(result: SweepResult, path: pathlib.Path):
     """Fig. 3 analogue on Corel5k; returns the Figure."""
     from zoo.reports import Figure
-    _plot_sweep(result["K"], {n: (result[n]["top1_acc"], result[n]["caption_acc"]) for n in ("MoM-LDA", "MoM-HDP")},
+    by = result.by_model
+    _plot_sweep(result.K, {n: (by[n]["top1_acc"], by[n]["caption_acc"]) for n in ("MoM-LDA", "MoM-HDP")},
                 ("top-1 word", "caption (|C| = |R|)"), path, "accuracy on Corel5k test, %",
                 "K-sensitivity on Corel5k (Fig. 3 analogue)")
     return Figure("K-sensitivity on Corel5k", path, "Solid: top-1 word accuracy; dashed: caption accuracy.")
@@ -208,7 +262,7 @@ def _restrict_words(train, test):
     return train_r, test_r, test_labels
 
 
-def msrc_region_experiment(fast: bool) -> dict:
+def run_msrc_regions(fast: bool) -> MsrcResult:
     """Table 1 / Fig. 3 analogue with per-region ground truth: MSRC-v2, SLIC regions, dense
     DAISY visual words (500-word codebook of the training images), models trained on images + captions only."""
     import zoo
@@ -225,52 +279,52 @@ def msrc_region_experiment(fast: bool) -> dict:
                     caption_acc=100 * yh.region_caption_accuracy(region_label, ids, test.words))
     rows = {}
     ks = (5, 10, 20, 30, 40, 50)
-    sweep = {"K": list(ks)}
+    sweep = SweepResult(K=list(ks), by_model={})
     for name, mid, key in (("MoM-LDA", "yakhnenko.mom_lda", "n_topics"),
                            ("MoM-HDP", "yakhnenko.mom_hdp", "truncation")):
-        sweep[name] = []
+        runs = sweep.by_model[name] = []
         for k in ks:
             pred = _fit(mid, train, fast, **{key: k}).predict(test)
-            sweep[name].append(region_rows(pred.region_label))
-            print(f"  MSRC {name} K={k}: per region {sweep[name][-1]['region_acc']:.2f} %, per caption "
-                  f"{sweep[name][-1]['caption_acc']:.2f} %", flush=True)
+            runs.append(region_rows(pred.region_label))
+            print(f"  MSRC {name} K={k}: per region {runs[-1]['region_acc']:.2f} %, per caption "
+                  f"{runs[-1]['caption_acc']:.2f} %", flush=True)
             if k == 20:
-                rows[name] = sweep[name][-1]
+                rows[name] = runs[-1]
     has_words = test.region_visual_words.sum(1) > 0
     for name, kind in (("NB OneVsAll", "nb"), ("LR OneVsAll", "lr")):
         scores = yh.one_vs_all_baseline(train, test.region_visual_words, kind=kind)
         rows[name] = region_rows(scores.argmax(1))
     rows["Chance"] = dict(region_acc=100.0 / train.words.shape[1], caption_acc=float("nan"))
-    return {"table": rows, "k_sensitivity": sweep, "n_train": int(train.words.shape[0]),
-            "n_test": int(test.words.shape[0]), "n_scored": int(scored.sum()), "n_labels": int(train.words.shape[1]),
-            "n_empty_regions": int((~has_words).sum())}
+    return MsrcResult(table=rows, k_sensitivity=sweep, n_train=int(train.words.shape[0]),
+                      n_test=int(test.words.shape[0]), n_scored=int(scored.sum()), n_labels=int(train.words.shape[1]),
+                      n_empty_regions=int((~has_words).sum()))
 
 
-def msrc_tables(res: dict) -> list:
+def msrc_tables(res: MsrcResult) -> list:
     """MSRC-v2 region labelling (Table 1 analogue) and its K-sensitivity."""
     from zoo.reports import Table
-    rows = [[name, r["region_acc"], r["caption_acc"], _paper_cell(name)] for name, r in res["table"].items()]
-    main = Table(f"MSRC-v2 region labelling (Table 1 analogue; {res['n_train']} / {res['n_test']} images, "
-                 f"{res['n_scored']} labelled test regions, {res['n_labels']} labels, K = 20)",
+    rows = [[name, r["region_acc"], r["caption_acc"], _paper_cell(name)] for name, r in res.table.items()]
+    main = Table(f"MSRC-v2 region labelling (Table 1 analogue; {res.n_train} / {res.n_test} images, "
+                 f"{res.n_scored} labelled test regions, {res.n_labels} labels, K = 20)",
                  ["method", "per region %", "per caption % (union of region labels)",
                   "paper VOC 2007 per region / caption %"], rows,
                  note=f"SLIC regions, dense DAISY visual words (500-word codebook of the training images); the "
-                      f"models see images and captions only. {res['n_empty_regions']} regions hold no visual word. "
+                      f"models see images and captions only. {res.n_empty_regions} regions hold no visual word. "
                       f"The paper's numbers are for VOC 2007 (not available here): the gaps are those of a "
                       f"different data set, labels and features; compare the ordering of the methods only.")
-    ks = res["k_sensitivity"]["K"]
+    ks, by = res.k_sensitivity.K, res.k_sensitivity.by_model
     sweep = Table("K-sensitivity on MSRC-v2 (Fig. 3 analogue; per region / per caption %)",
                   ["method", *(f"K = {k}" for k in ks)],
-                  [[name, *(f"{r['region_acc']:.1f} / {r['caption_acc']:.1f}" for r in res["k_sensitivity"][name])]
+                  [[name, *(f"{r['region_acc']:.1f} / {r['caption_acc']:.1f}" for r in by[name])]
                    for name in ("MoM-LDA", "MoM-HDP")], note=PAPER_FIG3)
     return [main, sweep]
 
 
-def plot_msrc_k_sensitivity(res: dict, path: pathlib.Path):
+def plot_msrc_k_sensitivity(res: MsrcResult, path: pathlib.Path):
     """Fig. 3 analogue on MSRC-v2; returns the Figure."""
     from zoo.reports import Figure
-    sweep = res["k_sensitivity"]
-    _plot_sweep(sweep["K"], {n: ([r["region_acc"] for r in sweep[n]], [r["caption_acc"] for r in sweep[n]])
+    sweep = res.k_sensitivity.by_model
+    _plot_sweep(res.k_sensitivity.K, {n: ([r["region_acc"] for r in sweep[n]], [r["caption_acc"] for r in sweep[n]])
                              for n in ("MoM-LDA", "MoM-HDP")}, ("per region", "per caption"), path,
                 "accuracy on MSRC-v2 test, %", "K-sensitivity on MSRC-v2 (Fig. 3 analogue)")
     return Figure("K-sensitivity on MSRC-v2", path, "Solid: per-region accuracy; dashed: per-caption accuracy.")
@@ -305,7 +359,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
                                       "MoM-HDP")
     print("synthetic data from the program ...", flush=True)
     t0 = time.perf_counter()
-    synthetic = synthetic_experiment(fast)
+    synthetic = run_synthetic(fast)
     print_section(report.add(Section("Synthetic data from the MoM-LDA program", [synthetic_table(synthetic)],
                                      seconds=time.perf_counter() - t0)))
     try:
@@ -317,19 +371,18 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     else:
         print("Corel5k: accuracy table ...", flush=True)
         t0 = time.perf_counter()
-        scores, seconds = _scores(train, test, fast)
-        rows = _accuracy_table(scores, test)
+        captions = run_caption_annotation(train, test, fast)
         title = (f"Corel5k caption annotation from blob tokens ({train.words.shape[0]} / {test.words.shape[0]} "
                  f"images, {train.words.shape[1]} words, K = 20)")
         print_section(report.add(Section("Corel5k caption annotation (Table 1 analogue)",
-                                         [corel_table(rows, title, seconds, fast)],
+                                         [corel_table(captions.rows, title, captions.seconds, fast)],
                                          seconds=time.perf_counter() - t0)))
         if fast:
             report.notes.append("--fast: the Corel5k K-sensitivity sweep and the LR baseline run in full mode only")
         else:
             print("Corel5k: K-sensitivity ...", flush=True)
             t0 = time.perf_counter()
-            sweep = k_sensitivity(train, test, fast)
+            sweep = run_k_sensitivity(train, test, fast)
             print_section(report.add(Section("K-sensitivity on Corel5k (Fig. 3 analogue)",
                                              [k_sensitivity_table(sweep),
                                               plot_k_sensitivity(sweep, out_dir / "k_sensitivity.png")],
@@ -345,124 +398,8 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     else:
         print("MSRC-v2: region labelling ...", flush=True)
         t0 = time.perf_counter()
-        res = msrc_region_experiment(fast)
+        res = run_msrc_regions(fast)
         items = msrc_tables(res) + [plot_msrc_k_sensitivity(res, out_dir / "k_sensitivity_msrc.png")]
         print_section(report.add(Section("MSRC-v2 region labelling (Table 1, Fig. 3 analogues)", items,
                                          seconds=time.perf_counter() - t0)))
     return report
-
-
-# ------------------------------------------------------------------------------------------------ benchmark
-def _bench_corpus(fast: bool):
-    """Caption-word counts (train, test): Corel5k when present, else words simulated from the program."""
-    try:
-        import zoo
-        train, test = zoo.load_dataset("corel5k", split="train"), zoo.load_dataset("corel5k", split="test")
-        return train.words, test.words, "Corel5k caption words"
-    except FileNotFoundError:
-        from zoo.data.corel5k import simulate_multimodal
-        data, _ = simulate_multimodal(seed=5, n_images=5000, n_topics=20, n_word_types=300, n_visual_types=2,
-                                      mean_words=8, alpha=0.2, alpha_w=0.05)
-        words = data.words
-        return words[:4500], words[4500:], "caption words simulated from the MoM-LDA program"
-
-
-def _completion_perplexity(phi: np.ndarray, alpha: np.ndarray, test_words: np.ndarray, seed: int = 0) -> float:
-    """Document-completion perplexity, the same estimator for every model: each test document's tokens are split
-    at random into an observed and a held-out half (documents with >= 2 tokens); q(theta) is inferred from the
-    observed half by mean-field fixed-point iterations with the model's topics phi (K, W) and prior alpha (K,);
-    perplexity = exp(- sum log sum_k E[theta_k] phi_kw / N) over the held-out tokens."""
-    import jax.numpy as jnp
-
-    from zoo.inference import topic_vi as tv
-    rng = np.random.default_rng(seed)
-    observed, held = np.zeros_like(test_words, dtype=float), np.zeros_like(test_words, dtype=float)
-    for i, row in enumerate(test_words.astype(int)):
-        tokens = np.repeat(np.arange(row.size), row)
-        if tokens.size < 2:
-            continue
-        rng.shuffle(tokens)
-        half = tokens.size // 2
-        np.add.at(observed[i], tokens[:half], 1.0)
-        np.add.at(held[i], tokens[half:], 1.0)
-    keep = observed.sum(1) > 0
-    observed, held = observed[keep], held[keep]
-    phi = np.clip(phi / phi.sum(1, keepdims=True), 1e-300, None)
-    gamma, _ = tv.infer_doc_topics((jnp.log(jnp.asarray(phi)),), (tv.sparse_counts(observed),), observed.shape[0],
-                                   jnp.asarray(alpha, dtype=float), num_steps=100)
-    theta = np.asarray(gamma) / np.asarray(gamma).sum(1, keepdims=True)
-    p = theta @ phi
-    return float(np.exp(-np.sum(held * np.log(p)) / held.sum()))
-
-
-@register_benchmark("topics", peer="scikit-learn LatentDirichletAllocation (batch); gensim HdpModel")
-def bench_topics(fast: bool = False) -> dict:
-    """Time per pass over the caption-word counts (single modality) and document-completion perplexity:
-    zoo's mean-field LDA and stick-breaking HDP vs scikit-learn's batch LDA and gensim's online HDP; K = 20,
-    all hyperparameters 1 for zoo and sklearn (gensim: its defaults, truncation T = 20). One thread each."""
-    import jax
-    import jax.numpy as jnp
-    import numpyro.distributions as dist
-    from gensim.corpora import Dictionary
-    from gensim.models import HdpModel
-    from sklearn.decomposition import LatentDirichletAllocation
-
-    from zoo.inference import stick_breaking_vi as sbvi
-    from zoo.inference import topic_vi as tv
-    train, test, source = _bench_corpus(fast)
-    keep = train.sum(0) > 0
-    train, test = train[:, keep].astype(float), test[:, keep].astype(float)
-    k, n_docs, n_words = 20, train.shape[0], train.shape[1]
-    passes = 10 if fast else 30
-    out = {"data": source, "n_docs": n_docs, "n_words": n_words, "K": k, "passes_for_perplexity": passes}
-    keys = jax.random.split(jax.random.PRNGKey(0), 1)
-    etas = (jnp.ones(n_words),)
-    mods = (tv.sparse_counts(train),)
-    coef = jnp.asarray(0.0)
-
-    # zoo LDA: one pass = one chunk of 1 iteration (local_steps=3) of the jitted loop
-    state = tv.init_batched(keys, [train], k, jnp.ones(k), etas, 2)
-    t0 = time.perf_counter()
-    jax.block_until_ready(tv._lda_chunk_batched(state, mods, jnp.ones(k), etas, coef, local_steps=3, chunk=1))
-    out["zoo_lda_compile_s"] = time.perf_counter() - t0
-    out["zoo_lda_pass_s"] = timeit_best(lambda: jax.block_until_ready(
-        tv._lda_chunk_batched(state, mods, jnp.ones(k), etas, coef, local_steps=3, chunk=1)), repeats=7)
-    hstate = sbvi.HDPState(state, jnp.zeros((1, k - 1)))
-    prior = dist.Beta(1.0, 1.0)
-    static = dict(local_steps=3, beta_steps=25, beta_learning_rate=0.05, optimize_beta=True, chunk=1)
-    t0 = time.perf_counter()
-    jax.block_until_ready(sbvi._hdp_chunk_batched(hstate, mods, etas, jnp.asarray(1.0), coef, prior, **static))
-    out["zoo_hdp_compile_s"] = time.perf_counter() - t0
-    out["zoo_hdp_pass_s"] = timeit_best(lambda: jax.block_until_ready(
-        sbvi._hdp_chunk_batched(hstate, mods, etas, jnp.asarray(1.0), coef, prior, **static)), repeats=7)
-
-    # scikit-learn batch LDA: one pass = fit with max_iter=1 (its E-step iterates each document to convergence)
-    def sk_model(n_iter):
-        return LatentDirichletAllocation(n_components=k, learning_method="batch", max_iter=n_iter,
-                                         doc_topic_prior=1.0, topic_word_prior=1.0, random_state=0, n_jobs=1)
-    out["sklearn_lda_pass_s"] = timeit_best(lambda: sk_model(1).fit(train), repeats=3)
-
-    # gensim HDP: one pass = every chunk of the corpus once
-    corpus = [[(j, int(c)) for j, c in zip(np.flatnonzero(row), row[row > 0])] for row in train.astype(int)]
-    dictionary = Dictionary.from_corpus(corpus, id2word={j: str(j) for j in range(n_words)})
-    n_chunks = -(-n_docs // 256)
-    out["gensim_hdp_pass_s"] = timeit_best(lambda: HdpModel(corpus, dictionary, T=k, chunksize=256,
-                                                            max_chunks=n_chunks, random_state=0), repeats=3)
-    out["ratio_zoo_lda_vs_sklearn_pass"] = out["zoo_lda_pass_s"] / out["sklearn_lda_pass_s"]
-    out["ratio_zoo_hdp_vs_gensim_hdp_pass"] = out["zoo_hdp_pass_s"] / out["gensim_hdp_pass_s"]
-
-    # held-out perplexity after `passes` passes, one estimator for all
-    lda_state, _ = tv.fit_mean_field(keys, [train], k, jnp.ones(k), etas, max_iter=passes, tol=0.0,
-                                     progress_bar=False)
-    lam = np.asarray(lda_state.lambdas[0][0])
-    out["zoo_lda_perplexity"] = _completion_perplexity(lam, np.ones(k), test)
-    hdp_state, _ = sbvi.fit_stick_breaking(keys, [train], k, etas, 1.0, prior, init_stick_logits=jnp.zeros(k - 1),
-                                           max_iter=passes, tol=0.0, progress_bar=False)
-    beta = np.asarray(sbvi.stick_weights(hdp_state.stick_logits[0]))
-    out["zoo_hdp_perplexity"] = _completion_perplexity(np.asarray(hdp_state.topic.lambdas[0][0]), beta, test)
-    sk = sk_model(passes).fit(train)
-    out["sklearn_lda_perplexity"] = _completion_perplexity(sk.components_, np.full(k, sk.doc_topic_prior_), test)
-    hdp = HdpModel(corpus, dictionary, T=k, chunksize=256, max_chunks=n_chunks * passes, random_state=0)
-    alpha, topics = hdp.hdp_to_lda()
-    out["gensim_hdp_perplexity"] = _completion_perplexity(np.asarray(topics), np.asarray(alpha), test)
-    return out
