@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from zoo.inference import stick_breaking_vi as sbvi
 from zoo.inference import topic_vi
 from zoo.inference import variational_em as vem
 from zoo.inference.driver import optimize_chunked
@@ -26,7 +27,8 @@ from zoo.inference.em import EMConfig, EMResult, Hyper, Params, run_em
 from zoo.inference.mcvq_steps import MCVQPosterior
 
 __all__ = ["DATA_AXIS", "data_mesh", "padded_rows", "shard_rows", "replicate", "run_em_sharded",
-           "run_variational_em_sharded", "sharded_counts", "fit_mean_field_sharded"]
+           "run_variational_em_sharded", "sharded_counts", "fit_mean_field_sharded",
+           "fit_stick_breaking_sharded"]
 
 #: the mesh axis of the data shards
 DATA_AXIS = "data"
@@ -196,6 +198,34 @@ def _lda_chunk(state, modalities, doc_weight, prior_concentration, etas, log_coe
                                                                     prior_concentration, etas, log_coefficient)
 
 
+def _shard_documents(dense, state: topic_vi.TopicVIState, prior_row, mesh: Mesh):
+    """The sparse counts, the document weights (0: padding) and a stacked (restart-first) TopicVIState split by
+    document over ``mesh`` (padding documents: gamma = ``prior_row``, no counts)."""
+    n_shards = mesh.shape[DATA_AXIS]
+    by_rows = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+    modalities = tuple(jax.tree_util.tree_map(lambda a: jax.make_array_from_callback(a.shape, by_rows,
+                                                                                     lambda i: a[i]),
+                                              sharded_counts(d, n_shards)[0]) for d in dense)
+    doc_weight = shard_rows(padded_rows(np.ones(dense[0].shape[0]), n_shards), mesh)
+    by_doc = NamedSharding(mesh, PartitionSpec(None, DATA_AXIS))
+
+    def docs(a, fill_row):
+        a = np.asarray(a)
+        pad = -a.shape[1] % n_shards
+        a = np.concatenate([a, np.broadcast_to(fill_row, (a.shape[0], pad, a.shape[2]))], axis=1) if pad else a
+        return jax.make_array_from_callback(a.shape, by_doc, lambda i: a[i])
+    state = topic_vi.TopicVIState(
+        gamma=docs(state.gamma, prior_row), lambdas=replicate(state.lambdas, mesh),
+        stats=topic_vi.SuffStats(docs(state.stats.doc_topic, 0.0), replicate(state.stats.term_topic, mesh),
+                                 replicate(state.stats.entropy, mesh)))
+    return modalities, doc_weight, state
+
+
+def _unpad_documents(topic: topic_vi.TopicVIState, n_docs: int) -> topic_vi.TopicVIState:
+    return topic._replace(gamma=topic.gamma[:, :n_docs], stats=topic.stats._replace(
+        doc_topic=topic.stats.doc_topic[:, :n_docs]))
+
+
 def fit_mean_field_sharded(keys, dense_modalities, n_topics: int, prior_concentration, etas, *, max_iter: int = 200,
                            tol: float = 1e-6, local_steps: int = 3, chunk: int = 10, seed_docs_per_factor: int = 2,
                            progress=None, mesh: Optional[Mesh] = None):
@@ -211,23 +241,8 @@ def fit_mean_field_sharded(keys, dense_modalities, n_topics: int, prior_concentr
     etas = tuple(np.asarray(e, np.float64) for e in etas)
     state = topic_vi.init_batched(keys, dense, n_topics, jnp.asarray(prior), tuple(map(jnp.asarray, etas)),
                                   seed_docs_per_factor)
+    modalities, doc_weight, state = _shard_documents(dense, state, prior, mesh)
     log_coefficient = np.asarray(topic_vi.log_multinomial_coefficient(dense))
-    by_rows = NamedSharding(mesh, PartitionSpec(DATA_AXIS))
-    modalities = tuple(jax.tree_util.tree_map(lambda a: jax.make_array_from_callback(a.shape, by_rows,
-                                                                                     lambda i: a[i]),
-                                              sharded_counts(d, n_shards)[0]) for d in dense)
-    doc_weight = shard_rows(padded_rows(np.ones(n_docs), n_shards), mesh)
-    by_doc = NamedSharding(mesh, PartitionSpec(None, DATA_AXIS))
-
-    def docs(a, fill_row):
-        a = np.asarray(a)
-        pad = -a.shape[1] % n_shards
-        a = np.concatenate([a, np.broadcast_to(fill_row, (a.shape[0], pad, a.shape[2]))], axis=1) if pad else a
-        return jax.make_array_from_callback(a.shape, by_doc, lambda i: a[i])
-    state = topic_vi.TopicVIState(
-        gamma=docs(state.gamma, prior), lambdas=replicate(state.lambdas, mesh),
-        stats=topic_vi.SuffStats(docs(state.stats.doc_topic, 0.0), replicate(state.stats.term_topic, mesh),
-                                 replicate(state.stats.entropy, mesh)))
     prior_r, etas_r, log_coefficient = replicate((prior, etas, log_coefficient), mesh)
     chunk = max(1, min(int(chunk), int(max_iter)))
 
@@ -236,6 +251,61 @@ def fit_mean_field_sharded(keys, dense_modalities, n_topics: int, prior_concentr
                               local_steps=int(local_steps), chunk=chunk, mesh=mesh)
         return s, np.asarray(trace.addressable_data(0))
     state, trace = optimize_chunked(run_chunk, state, max_iter=max_iter, tol=tol, chunk=chunk, progress=progress)
-    state = state._replace(gamma=state.gamma[:, :n_docs],
-                           stats=state.stats._replace(doc_topic=state.stats.doc_topic[:, :n_docs]))
-    return state, trace
+    return _unpad_documents(state, n_docs), trace
+
+
+@functools.partial(jax.jit, static_argnames=("local_steps", "beta_steps", "beta_learning_rate", "optimize_beta",
+                                             "chunk", "mesh"))
+def _hdp_chunk(state, modalities, doc_weight, etas, alpha_pi, log_coefficient, stick_prior, *, local_steps,
+               beta_steps, beta_learning_rate, optimize_beta, chunk, mesh):
+    rows, whole = PartitionSpec(DATA_AXIS), PartitionSpec()
+
+    def local(state, modalities, doc_weight, etas, alpha_pi, log_coefficient, stick_prior):
+        def stick_log_prior(u):
+            return jnp.sum(stick_prior.log_prob(u))
+
+        def one_restart(s0):
+            def body(s, _):
+                s = sbvi.hdp_iteration(s, modalities, etas, alpha_pi, stick_log_prior, local_steps=local_steps,
+                                       beta_steps=beta_steps, beta_learning_rate=beta_learning_rate,
+                                       optimize_beta=optimize_beta, data_axis=DATA_AXIS, doc_weight=doc_weight)
+                return s, sbvi.hdp_elbo(s, etas, alpha_pi, stick_log_prior, log_coefficient, DATA_AXIS, doc_weight)
+            return jax.lax.scan(body, s0, None, length=chunk)
+        return jax.vmap(one_restart)(state)
+    specs = sbvi.HDPState(topic=_lda_specs(), stick_logits=whole)
+    return jax.shard_map(local, mesh=mesh, in_specs=(specs, rows, rows, whole, whole, whole, whole),
+                         out_specs=(specs, whole), check_vma=False)(state, modalities, doc_weight, etas, alpha_pi,
+                                                                    log_coefficient, stick_prior)
+
+
+def fit_stick_breaking_sharded(keys, dense_modalities, n_topics: int, etas, alpha_pi: float, stick_prior, *,
+                               init_stick_logits, optimize_beta: bool = True, max_iter: int = 200, tol: float = 1e-6,
+                               local_steps: int = 3, beta_steps: int = 25, beta_learning_rate: float = 0.05,
+                               chunk: int = 10, seed_docs_per_factor: int = 2, progress=None,
+                               mesh: Optional[Mesh] = None):
+    """``zoo.inference.stick_breaking_vi.fit_stick_breaking`` (MoM-HDP) with the documents split over ``mesh``'s
+    devices, as ``fit_mean_field_sharded``; the stick optimization sees the psum'd sum_i E log pi_i."""
+    mesh = data_mesh() if mesh is None else mesh
+    dense = [np.asarray(d, dtype=np.float64) for d in dense_modalities]
+    n_docs = dense[0].shape[0]
+    etas = tuple(np.asarray(e, np.float64) for e in etas)
+    logits0 = jnp.asarray(init_stick_logits, dtype=jnp.float64).reshape(n_topics - 1)
+    conc0 = np.asarray(float(alpha_pi) * sbvi.stick_weights(logits0))
+    topic = topic_vi.init_batched(keys, dense, n_topics, jnp.asarray(conc0), tuple(map(jnp.asarray, etas)),
+                                  seed_docs_per_factor)
+    modalities, doc_weight, topic = _shard_documents(dense, topic, conc0, mesh)
+    logits = replicate(np.broadcast_to(np.asarray(logits0), (keys.shape[0],) + logits0.shape), mesh)
+    state = sbvi.HDPState(topic, logits)
+    log_coefficient = np.asarray(topic_vi.log_multinomial_coefficient(dense))
+    etas_r, alpha_r, log_coefficient, prior_r = replicate((etas, np.asarray(alpha_pi, np.float64), log_coefficient,
+                                                           stick_prior), mesh)
+    static = dict(local_steps=int(local_steps), beta_steps=int(beta_steps),
+                  beta_learning_rate=float(beta_learning_rate), optimize_beta=bool(optimize_beta),
+                  chunk=max(1, min(int(chunk), int(max_iter))), mesh=mesh)
+
+    def run_chunk(s):
+        s, trace = _hdp_chunk(s, modalities, doc_weight, etas_r, alpha_r, log_coefficient, prior_r, **static)
+        return s, np.asarray(trace.addressable_data(0))
+    state, trace = optimize_chunked(run_chunk, state, max_iter=max_iter, tol=tol, chunk=static["chunk"],
+                                    progress=progress)
+    return state._replace(topic=_unpad_documents(state.topic, n_docs)), trace

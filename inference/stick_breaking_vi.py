@@ -91,21 +91,32 @@ def optimize_sticks(stick_logits: jnp.ndarray, sum_log_pi: jnp.ndarray, n_docs, 
 
 
 def hdp_elbo(state: HDPState, etas: Sequence[jnp.ndarray], alpha_pi, stick_log_prior: Callable,
-             log_coefficient=0.0) -> jnp.ndarray:
-    """The MoM-LDA ELBO with a = alpha_pi beta, plus log p(u) of the point-mass q(beta)."""
+             log_coefficient=0.0, data_axis=None, doc_weight=None) -> jnp.ndarray:
+    """The MoM-LDA ELBO with a = alpha_pi beta, plus log p(u) of the point-mass q(beta). ``data_axis``,
+    ``doc_weight``: documents sharded (``topic_vi.elbo``)."""
     conc = alpha_pi * stick_weights(state.stick_logits)
-    return elbo(state.topic, conc, etas, log_coefficient) + stick_log_prior(stick_proportions(state.stick_logits))
+    return elbo(state.topic, conc, etas, log_coefficient, data_axis, doc_weight) + stick_log_prior(stick_proportions(state.stick_logits))
 
 
 def hdp_iteration(state: HDPState, modalities, etas, alpha_pi, stick_log_prior: Callable, *, local_steps: int,
-                  beta_steps: int, beta_learning_rate: float, optimize_beta: bool = True) -> HDPState:
-    """One pass: q(t), q(s), q(pi) (``local_steps`` times), q(phi), then beta (Sec. 2.6.1-2.6.3)."""
+                  beta_steps: int, beta_learning_rate: float, optimize_beta: bool = True, data_axis=None,
+                  doc_weight=None) -> HDPState:
+    """One pass: q(t), q(s), q(pi) (``local_steps`` times), q(phi), then beta (Sec. 2.6.1-2.6.3).
+    ``data_axis``, ``doc_weight`` (I,): this shard's documents of a sharded fit (zoo.inference.sharding); the
+    sums over documents are psum'd, padding documents (weight 0) left out."""
     conc = alpha_pi * stick_weights(state.stick_logits)
-    topic = cavi_iteration(state.topic, modalities, conc, etas, local_steps)
+    topic = cavi_iteration(state.topic, modalities, conc, etas, local_steps, data_axis)
     logits = state.stick_logits
     if optimize_beta and logits.shape[0] > 0:
-        sum_log_pi = dirichlet_expected_log(topic.gamma).sum(axis=0)
-        logits = optimize_sticks(logits, sum_log_pi, topic.gamma.shape[0], alpha_pi, stick_log_prior,
+        log_pi = dirichlet_expected_log(topic.gamma)
+        if doc_weight is None:
+            sum_log_pi, n_docs = log_pi.sum(axis=0), topic.gamma.shape[0]
+        else:
+            sum_log_pi = jnp.where(doc_weight[:, None] > 0, log_pi, 0.0).sum(axis=0)
+            n_docs = doc_weight.sum()
+        if data_axis is not None:
+            sum_log_pi, n_docs = jax.lax.psum((sum_log_pi, n_docs), data_axis)
+        logits = optimize_sticks(logits, sum_log_pi, n_docs, alpha_pi, stick_log_prior,
                                  learning_rate=beta_learning_rate, num_steps=beta_steps)
     return HDPState(topic=topic, stick_logits=logits)
 
