@@ -95,7 +95,8 @@ def hdp_elbo(state: HDPState, etas: Sequence[jnp.ndarray], alpha_pi, stick_log_p
     """The MoM-LDA ELBO with a = alpha_pi beta, plus log p(u) of the point-mass q(beta). ``data_axis``,
     ``doc_weight``: documents sharded (``topic_vi.elbo``)."""
     conc = alpha_pi * stick_weights(state.stick_logits)
-    return elbo(state.topic, conc, etas, log_coefficient, data_axis, doc_weight) + stick_log_prior(stick_proportions(state.stick_logits))
+    value = elbo(state.topic, conc, etas, log_coefficient, data_axis, doc_weight)
+    return value + stick_log_prior(stick_proportions(state.stick_logits))
 
 
 def hdp_iteration(state: HDPState, modalities, etas, alpha_pi, stick_log_prior: Callable, *, local_steps: int,

@@ -1,8 +1,8 @@
 """Data-sharded variational EM for MCVQ (Ross 2003; zoo.inference.sharding.run_variational_em_sharded) and MoM-LDA
 coordinate ascent (Yakhnenko & Honavar; sharding.fit_mean_field_sharded): the cases / documents split over 4 host
 devices (psum of the sums over them) give the one-device objective trace and fixed point to 1e-10 relative, for the
-plain and the clustered MCVQ (missing entries) two-modality LDA and the stick-breaking HDP (beta optimized), with counts that are not a multiple of the
-shards; the objectives are monotone (F_1 never increases once T = 1; the ELBO never decreases).
+plain and the clustered MCVQ (missing entries), two-modality LDA and the stick-breaking HDP (beta optimized; its
+parameters to 1e-9), with counts that are not a multiple of the shards; the objectives are monotone (F_1 never increases once T = 1; the ELBO never decreases).
 
 JAX fixes its devices when it starts, so the fits run in a child process (this file is its script)."""
 import os
