@@ -21,9 +21,11 @@ from typing import Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as dist
 
 from zoo.inference.collapsed_beta import (AnchorCache, CollapsedData, chi_square_shapes, collapsed_beta_move,
                                           empty_anchor, ensure_anchor)
+from zoo.inference.constraint_codes import NEGATIVE, POSITIVE, PURE
 from zoo.inference.driver import Kernel, KernelMCMC
 from zoo.inference.kernel_selection import (SelectionInfo, active_rows, delta2_metropolis_step,
                                             delta2_shape, draw_beta, draw_delta2, kernel_selection_sweep,
@@ -38,30 +40,11 @@ __all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "MILInfo", "MILGib
            "mixed_groups", "MIL_STAT_FIELDS"]
 
 
-class MILProblem(NamedTuple):
-    """The data side of the sampler (plain arrays).
-
-    psi (N, M): design K(x_i, c_j) of the training points (M = N basis functions centred on them, plus a
-    column of ones with an intercept); gram (M, M): Psi'Psi + ridge I (precomputed once); layout: padded groups;
-    kind (G,): constraint codes (``orthant_sampler.constraint_flags``); log_weight (G, n_max + 1) or None:
-    measurement weight over counts; ridge: overrides MILConfig.ridge (traced: data-dependent jitter, no
-    recompile); dp_groups (G_dp,) int or None: the groups whose sign pattern is random (``mixed_groups``); the
-    others are pure and skip the forward-backward pass. None: every group runs it (e.g. when ``kind`` is traced).
-    """
-    psi: jnp.ndarray
-    gram: jnp.ndarray
-    layout: GroupLayout
-    kind: jnp.ndarray
-    log_weight: Optional[jnp.ndarray]
-    ridge: Optional[jnp.ndarray] = None
-    dp_groups: Optional[jnp.ndarray] = None
-    psi_t: Optional[jnp.ndarray] = None   # (M, N) = psi', contiguous basis functions; None: formed from psi
-    hyper: Optional["MILHyper"] = None    # prior settings as traced values (overrides MILConfig's)
-
-
 class MILHyper(NamedTuple):
-    """The conjugate prior settings as arrays, carried by the problem so that swapping a prior reuses the
-    compiled sampler: Beta(prior_a, prior_b) on tau, IG(delta2_alpha, delta2_beta) on delta2, its start value."""
+    """The prior settings as arrays (traced, so that swapping a prior reuses the compiled sampler), built from a
+    spec's priors by ``zoo.papers.kueck04.mil_hyper`` (the one place that reads them): Beta(prior_a, prior_b) on
+    tau; IG(delta2_alpha, delta2_beta) on delta2 (for another delta2 family, whose density is
+    ``MILConfig.delta2_log_prob``, these two only shape the collapsed move's proposals); delta2's start value."""
     prior_a: jnp.ndarray
     prior_b: jnp.ndarray
     delta2_alpha: jnp.ndarray
@@ -69,21 +52,37 @@ class MILHyper(NamedTuple):
     delta2_init: jnp.ndarray
 
 
+class MILProblem(NamedTuple):
+    """The data side of the sampler (plain arrays) and the priors.
+
+    psi (N, M): design K(x_i, c_j) of the training points (M = N basis functions centred on them, plus a
+    column of ones with an intercept); gram (M, M): Psi'Psi + ridge I (precomputed once); layout: padded groups;
+    kind (G,): constraint codes (``orthant_sampler.constraint_flags``); log_weight (G, n_max + 1) or None:
+    measurement weight over counts; hyper: the prior settings (``MILHyper``); ridge: the absolute jitter added
+    to gram's diagonal (traced: data-dependent, no recompile); dp_groups (G_dp,) int or None: the groups whose
+    sign pattern is random (``mixed_groups``); the others are pure and skip the forward-backward pass. None:
+    every group runs it (e.g. when ``kind`` is traced).
+    """
+    psi: jnp.ndarray
+    gram: jnp.ndarray
+    layout: GroupLayout
+    kind: jnp.ndarray
+    log_weight: Optional[jnp.ndarray]
+    ridge: jnp.ndarray
+    dp_groups: Optional[jnp.ndarray]
+    psi_t: Optional[jnp.ndarray]          # (M, N) = psi', contiguous basis functions; None: formed from psi
+    hyper: MILHyper
+
+
 class MILConfig(NamedTuple):
-    """Static settings: Beta(a, b) on tau; delta2 prior IG(alpha0, beta0) when ``delta2_log_prob`` is None,
-    else that log density with a random-walk step; capacity K_max; initial active count; Z sampler.
-    The five prior numbers are defaults: a problem that carries ``MILHyper`` overrides them (traced, so a prior
-    swap does not recompile); ``rescale`` switches the marginal-augmentation move off (the thesis' sweep)."""
-    prior_a: float = 1.0
-    prior_b: float = 1.0
-    delta2_alpha: float = 0.5
-    delta2_beta: float = 0.5
+    """Static settings of the blocked Gibbs sampler (compiled in; the priors travel with the problem,
+    ``MILProblem.hyper``): ``delta2_log_prob`` None = the conjugate IG update of delta2, else the log density of
+    a non-conjugate delta2 prior with a random-walk Metropolis step; capacity K_max; initial active count; Z
+    sampler; ``rescale`` switches the marginal-augmentation move off (the thesis' sweep)."""
     delta2_log_prob: Optional[Callable] = None
-    delta2_init: float = 1.0 / 3.0
     capacity: int = 50
     n_init_active: int = 10
     z_sampler: str = "exact"          # "exact" | "mh"
-    ridge: float = 1e-8
     store_z: bool = False
     update_gamma: bool = True          # False: the active set stays fixed (beta, delta2, Z moves only)
     rescale: bool = True               # the marginal-augmentation move (``kernel_selection.scale_move``)
@@ -131,17 +130,6 @@ def _psi_t(problem: "MILProblem") -> jnp.ndarray:
     return problem.psi.T if problem.psi_t is None else problem.psi_t
 
 
-def _hyper(problem: "MILProblem", config: "MILConfig") -> MILHyper:
-    if problem.hyper is not None:
-        return problem.hyper
-    return MILHyper(prior_a=config.prior_a, prior_b=config.prior_b, delta2_alpha=config.delta2_alpha,
-                    delta2_beta=config.delta2_beta, delta2_init=config.delta2_init)
-
-
-def _ridge(problem: "MILProblem", config: "MILConfig"):
-    return config.ridge if problem.ridge is None else problem.ridge
-
-
 def _dense_beta(aset: ActiveSet, beta_active: jnp.ndarray, n: int) -> jnp.ndarray:
     idx = jnp.where(slot_mask(aset), aset.members, n)
     return jnp.zeros(n, beta_active.dtype).at[idx].set(beta_active, mode="drop")
@@ -163,7 +151,7 @@ def z_update(key: jax.Array, problem: MILProblem, f: jnp.ndarray, z: jnp.ndarray
     if z_sampler == "exact":
         return z_exact, jnp.ones(()), draw.log_norm
     # thesis: pure groups exact truncated normals; the others by Metropolis
-    pure = ((kind == 0) | (kind == 2)) & (problem.log_weight is None)
+    pure = ((kind == NEGATIVE) | (kind == POSITIVE)) & (problem.log_weight is None)
     if problem.log_weight is None:
         z_mh, acc = mh_constrained_step(k_mh, z, f, layout, kind)
     else:
@@ -180,7 +168,7 @@ def mixed_groups(kind, log_weight) -> Optional[np.ndarray]:
     if log_weight is not None:
         return None
     kind = np.asarray(kind)
-    return np.flatnonzero((kind != 0) & (kind != 2))
+    return np.flatnonzero(~np.isin(kind, PURE))
 
 
 def _position(state_parts, n: int, store_z: bool) -> dict:
@@ -222,10 +210,10 @@ def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MI
     chosen = jax.random.permutation(k_act, m)[:n_init]
     active = jnp.zeros(m, bool).at[chosen].set(True)
     aset = active_set_from_mask(problem.gram, active, config.capacity)
-    delta2 = jnp.asarray(_hyper(problem, config).delta2_init, problem.psi.dtype)
+    delta2 = jnp.asarray(problem.hyper.delta2_init, problem.psi.dtype)
     z, _, loglik = z_update(k_z, problem, jnp.zeros(n), jnp.zeros(n), "exact")
     rows = active_rows(aset, _psi_t(problem))
-    beta_active = draw_beta(k_beta, aset, rows, rows @ z, delta2, _ridge(problem, config))
+    beta_active = draw_beta(k_beta, aset, rows, rows @ z, delta2, problem.ridge)
     return _new_state(problem, config, k_next, aset, beta_active, delta2, z, loglik)
 
 
@@ -277,11 +265,11 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     # index 0 is the chain's next key (``driver.next_key``); k_scale: the Gamma draws
     key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(key, 6)
     z = state.z
-    hyper = _hyper(problem, config)
+    hyper = problem.hyper
     if config.update_gamma:
         aset, b_active, sel = kernel_selection_sweep(k_gamma, state.aset, state.b_active, problem.gram,
                                                      _psi_t(problem), z, state.delta2, hyper.prior_a,
-                                                     hyper.prior_b, 0.5 * _ridge(problem, config))
+                                                     hyper.prior_b, 0.5 * problem.ridge)
     else:
         zero = jnp.zeros((), jnp.int32)
         aset, b_active = state.aset, state.b_active
@@ -295,7 +283,7 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     if collapsed_only:
         beta_active = state.beta_active
     else:
-        beta_active = draw_beta(k_beta, aset, rows, b_active, state.delta2, _ridge(problem, config))
+        beta_active = draw_beta(k_beta, aset, rows, b_active, state.delta2, problem.ridge)
     f = beta_active @ rows                                            # Psi_a beta_a, (N,)
     quad = prior_quadratic_form(aset, problem.gram, beta_active)
     # the Gamma(shape, 1) variates of the sweep in one call (the Gamma sampler is costly to compile):
@@ -359,10 +347,8 @@ def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, confi
     data = CollapsedData(layout=problem.layout, kind=problem.kind, log_weight=problem.log_weight,
                          dp_groups=problem.dp_groups)
     alpha0, beta0 = hyper.delta2_alpha, hyper.delta2_beta
-    if config.delta2_log_prob is None:
-        log_prior = lambda d2: -(alpha0 + 1.0) * jnp.log(d2) - beta0 / d2  # noqa: E731  IG(alpha0, beta0)
-    else:
-        log_prior = config.delta2_log_prob
+    log_prior = dist.InverseGamma(alpha0, beta0).log_prob if config.delta2_log_prob is None \
+        else config.delta2_log_prob
     gram_a = active_gram(problem.gram, aset)
     anchor = ensure_anchor(anchor, aset, rows, gram_a, data, alpha0, beta0)
     # random-walk scale for log delta2 from the spread of its conditional, sd ~ (alpha0 + K/2)^(-1/2)

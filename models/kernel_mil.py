@@ -26,11 +26,20 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
+# the constraint codes (named in ``zoo.inference.constraint_codes``) under the names the programs use
+from zoo.inference.constraint_codes import (AT_LEAST_ONE as LABEL_AT_LEAST_ONE, FREE as LABEL_FREE,
+                                            MIXED as LABEL_MIXED, NEGATIVE as LABEL_NEGATIVE,
+                                            POSITIVE as LABEL_POSITIVE)
+
 __all__ = ["KERNELS", "kernel_function", "gram_matrix", "kernel_mil_program", "group_label_from_signs",
            "LABEL_NEGATIVE", "LABEL_MIXED", "LABEL_POSITIVE", "LABEL_AT_LEAST_ONE", "LABEL_FREE",
-           "probit_fixed_active_program"]
+           "probit_fixed_active_program", "default_priors"]
 
-LABEL_NEGATIVE, LABEL_MIXED, LABEL_POSITIVE, LABEL_AT_LEAST_ONE, LABEL_FREE = 0, 1, 2, 3, 4
+
+def default_priors() -> dict:
+    """The priors of the sites tau and delta2 (the thesis' choice: tau ~ U(0, 1), delta2 ~ IG(1/2, 1/2), i.e.
+    mu = nu = 1), the one place they are written: the programs and ``zoo.papers.kueck04`` read them here."""
+    return {"tau": dist.Beta(1.0, 1.0), "delta2": dist.InverseGamma(0.5, 0.5)}
 
 
 def _thin_plate(d):
@@ -87,11 +96,12 @@ def kernel_mil_program(psi, gram, group_index, group_valid, label_family, group_
     group_valid (G, n_max): padded groups; label_family (G,) int: 3 for MIL bags ("at least one positive"
     family), 4 for groups without a constraint label (measurement model), otherwise 0..2 (thesis labels);
     group_label (G,) int codes observed (or None to simulate); fraction (G,) observed guessed shares (or None to
-    simulate when ``chi`` is given; the measurement site is absent when ``chi`` is None).
+    simulate when ``chi`` is given; the measurement site is absent when ``chi`` is None); prior_tau, prior_delta2:
+    the priors of those sites (None: ``default_priors()``).
     """
     n, m = psi.shape
-    prior_tau = prior_tau if prior_tau is not None else dist.Beta(1.0, 1.0)
-    prior_delta2 = prior_delta2 if prior_delta2 is not None else dist.InverseGamma(0.5, 0.5)
+    prior_tau = prior_tau if prior_tau is not None else default_priors()["tau"]
+    prior_delta2 = prior_delta2 if prior_delta2 is not None else default_priors()["delta2"]
     tau = numpyro.sample("tau", prior_tau)
     with numpyro.plate("basis", m):
         gamma = numpyro.sample("gamma", dist.Bernoulli(probs=tau))
@@ -119,7 +129,7 @@ def probit_fixed_active_program(psi_active, gram_active, y=None, prior_delta2=No
     (observed, entering as a factor).
     delta2 ~ prior; beta ~ N(0, delta2 gram_active^{-1}); y_i ~ Bernoulli(Phi(f_i)), f = psi_active beta.
     """
-    prior_delta2 = prior_delta2 if prior_delta2 is not None else dist.InverseGamma(0.5, 0.5)
+    prior_delta2 = prior_delta2 if prior_delta2 is not None else default_priors()["delta2"]
     delta2 = numpyro.sample("delta2", prior_delta2)
     k = psi_active.shape[1]
     beta = numpyro.sample("beta", dist.MultivariateNormal(jnp.zeros(k), precision_matrix=gram_active / delta2))

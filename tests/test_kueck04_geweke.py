@@ -20,7 +20,8 @@ from numpyro.infer import Predictive
 
 import zoo  # noqa: F401
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
-from zoo.inference.mil_gibbs import MILConfig, MILProblem, init_mil_state, mil_gibbs_sweep, state_from_position
+from zoo.inference.mil_gibbs import (MILConfig, MILHyper, MILProblem, init_mil_state, mil_gibbs_sweep,
+                                     state_from_position)
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import LABEL_FREE, gram_matrix, group_label_from_signs, kernel_mil_program
 
@@ -30,6 +31,7 @@ BURN = 500
 CHI = 4.0
 A, B = 1.0, 1.0
 D2_ALPHA, D2_BETA = 2.0, 2.0
+HYPER = MILHyper(*(jnp.asarray(v) for v in (A, B, D2_ALPHA, D2_BETA, D2_BETA / (D2_ALPHA + 1))))
 
 
 def _tiny():
@@ -67,14 +69,14 @@ def _setup(variant):
     family = jnp.zeros(2, jnp.int64) if has_labels else jnp.full(2, LABEL_FREE)
     kwargs = dict(psi=psi, gram=gram, group_index=layout.index, group_valid=layout.valid, label_family=family,
                   chi=chi, prior_tau=dist.Beta(A, B), prior_delta2=dist.InverseGamma(D2_ALPHA, D2_BETA))
-    config = MILConfig(prior_a=A, prior_b=B, delta2_alpha=D2_ALPHA, delta2_beta=D2_BETA,
-                       delta2_init=D2_BETA / (D2_ALPHA + 1), capacity=6, n_init_active=2,
-                       ridge=1e-10 * float(jnp.mean(jnp.diag(psi.T @ psi))))
+    config = MILConfig(capacity=6, n_init_active=2)
+    ridge = _ridge(psi)
 
     def problem_for(label, fraction):
         log_w = measurement_log_weight(fraction, layout.size, chi, 3) if chi else None
         kind = label if has_labels else jnp.full(2, LABEL_FREE)
-        return MILProblem(psi=psi, gram=gram, layout=layout, kind=kind, log_weight=log_w)
+        return MILProblem(psi=psi, gram=gram, layout=layout, kind=kind, log_weight=log_w,
+                          ridge=ridge, dp_groups=None, psi_t=None, hyper=HYPER)
 
     return psi, layout, has_labels, chi, family, kwargs, config, problem_for
 
@@ -111,11 +113,18 @@ def _moved_by_sweeps(chi, n_sweeps: int, beta_move: str = "gibbs"):
 
 def _setup_problem_for(chi):
     psi, gram, layout = _tiny()
+    ridge = _ridge(psi)
 
     def problem_for(label, fraction):
         log_w = measurement_log_weight(fraction, layout.size, chi, 3) if chi else None
-        return MILProblem(psi=psi, gram=gram, layout=layout, kind=label, log_weight=log_w)
+        return MILProblem(psi=psi, gram=gram, layout=layout, kind=label, log_weight=log_w,
+                          ridge=ridge, dp_groups=None, psi_t=None, hyper=HYPER)
     return problem_for
+
+
+def _ridge(psi):
+    """The jitter added to the diagonal of psi'psi in ``_tiny`` (absolute)."""
+    return jnp.asarray(1e-10 * float(jnp.mean(jnp.diag(psi.T @ psi))))
 
 
 @pytest.mark.parametrize("variant, beta_move", [("constraint", "gibbs"), ("measurement", "gibbs"),
@@ -185,7 +194,7 @@ def _moved_by_collapsed_move(chi, n_moves: int, joint_from_table: bool = False):
     memoized on the log delta2 grid (``collapsed_beta.FitTable``)."""
     from zoo.inference.collapsed_beta import chi_square_shapes
     from zoo.inference.kernel_selection import active_rows
-    from zoo.inference.mil_gibbs import _collapsed_step, _hyper
+    from zoo.inference.mil_gibbs import _collapsed_step
     config = _setup("hybrid" if chi else "constraint")[6]._replace(beta_move="laplace")
     if joint_from_table:
         config = config._replace(laplace_tries=0, laplace_table=True, update_gamma=False)
@@ -202,7 +211,7 @@ def _moved_by_collapsed_move(chi, n_moves: int, joint_from_table: bool = False):
             k_move, k_gamma = jax.random.split(jax.random.fold_in(k1, i))
             chi2 = jax.random.gamma(k_gamma, chi_square_shapes(config.laplace_tries))
             beta_a, d2, anchor, _, _ = _collapsed_step(k_move, beta_a, d2, anchor, state.aset, rows, problem, config,
-                                                    _hyper(problem, config), chi2)
+                                                    problem.hyper, chi2)
             return beta_a, d2, anchor
 
         beta_a, d2, _ = jax.lax.fori_loop(0, n_moves, move, (state.beta_active, state.delta2, state.anchor))

@@ -13,7 +13,9 @@ standard deviation), ``intercept`` (False, as in the thesis), ``chi`` (measureme
 ``max_active`` (capacity of the active set, default 50: births beyond it are refused and counted),
 ``ridge`` (relative jitter on Psi'Psi, default 1e-8 x mean diagonal; duplicate instances stay well-posed).
 Priors: ``tau`` ~ Beta(a, b) (integrated out; must stay Beta), ``delta2`` ~ InverseGamma(mu/2, nu/2) (another
-family switches delta2 to a random-walk Metropolis step).
+family switches delta2 to a random-walk Metropolis step); defaults in ``zoo.models.kernel_mil.default_priors``,
+read into the sampler's settings by ``_prior_settings`` alone (``mil_hyper``, ``mil_config``), handed to the
+program by ``program_kwargs``.
 """
 from __future__ import annotations
 
@@ -29,14 +31,14 @@ from jax.scipy.special import log_ndtr
 from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
-from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, over_chains, run_chunk, sample_chunked
+from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, run_chunk, sample_chunked
 from zoo.inference.mil_gibbs import (MILConfig, MILGibbs, MILHyper, MILProblem, MILState, build_mil_kernel, mil_draw,
                                      mixed_groups)
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
-                                   LABEL_POSITIVE, gram_matrix, kernel_mil_program)
+                                   LABEL_POSITIVE, default_priors, gram_matrix, kernel_mil_program)
 from zoo.options import positive_float
-from zoo.priors import require_family
+from zoo.priors import beta_parameters, inverse_gamma_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
@@ -85,8 +87,7 @@ def _build(variant: str):
             width = positive_float(width, "width")
         if not isinstance(max_active, (int, np.integer)) or max_active < 1:
             raise ValueError(f"max_active: must be a positive int, got {max_active!r}")
-        if not (np.isfinite(ridge) and ridge > 0):
-            raise ValueError(f"ridge: must be a positive number, got {ridge!r}")
+        ridge = positive_float(ridge, "ridge")
         if variant in ("measurement", "hybrid"):
             chi = 100.0 if chi is None else chi
             if not (np.isfinite(chi) and chi >= 0):
@@ -96,8 +97,7 @@ def _build(variant: str):
         options = dict(kernel=kernel, width=width, standardize=(width is None) if standardize is None
                        else bool(standardize), intercept=bool(intercept), chi=chi, max_active=int(max_active),
                        ridge=float(ridge), variant=variant)
-        priors = {"tau": dist.Beta(1.0, 1.0), "delta2": dist.InverseGamma(0.5, 0.5)}
-        return kernel_mil_program, options, priors
+        return kernel_mil_program, options, default_priors()
     return build
 
 
@@ -212,31 +212,37 @@ def program_kwargs(spec, data) -> dict:
                 chi=spec.options["chi"], prior_tau=spec.priors["tau"], prior_delta2=spec.priors["delta2"])
 
 
-def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool = False) -> MILConfig:
-    """The static settings (compiled into the sampler). The conjugate prior settings travel with the problem
-    (``mil_hyper``), so swapping them reuses the compiled code; a non-conjugate delta2 prior is a static density."""
-    require_family(spec.priors, "tau", (dist.Beta,))
+def _prior_settings(spec) -> tuple[MILHyper, Any]:
+    """The one function that reads ``spec.priors`` (families and shapes checked here, ValueErrors naming the
+    site): the traced ``MILHyper`` and the static log density of a non-conjugate delta2 prior (None for the
+    conjugate InverseGamma). tau ~ Beta(a, b) is integrated out (must stay a Beta); delta2 ~ IG(alpha0, beta0)
+    starts at its mode; another delta2 family gets a random-walk Metropolis step, starts at its median (2001
+    prior draws, seed 0), and the default IG's numbers shape the collapsed move's proposals."""
+    a, b = beta_parameters(spec.priors["tau"], "tau", needed_by="the kernel selection with tau integrated out")
     d2 = spec.priors["delta2"]
-    m = prep.psi.shape[1]
-    config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z)
     if isinstance(d2, dist.InverseGamma):
-        return config
-    # non-conjugate prior: random-walk Metropolis on log delta2 (started at the prior median, see mil_hyper)
-    return config._replace(delta2_log_prob=d2.log_prob)
+        alpha0, beta0 = inverse_gamma_parameters(d2, "delta2")
+        init, log_prob = beta0 / (alpha0 + 1.0), None
+    else:
+        if tuple(d2.batch_shape) + tuple(d2.event_shape) != ():
+            raise ValueError(f"priors['delta2']: needs a scalar distribution, got shape "
+                             f"{tuple(d2.batch_shape) + tuple(d2.event_shape)}")
+        alpha0, beta0 = inverse_gamma_parameters(default_priors()["delta2"], "delta2")
+        init, log_prob = float(np.median(np.asarray(d2.sample(jax.random.PRNGKey(0), (2001,))))), d2.log_prob
+    return MILHyper(*(jnp.asarray(float(v)) for v in (a, b, alpha0, beta0, init))), log_prob
+
+
+def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool = False) -> MILConfig:
+    """The static settings (compiled into the sampler). The prior settings travel with the problem
+    (``mil_hyper``), so swapping them reuses the compiled code; a non-conjugate delta2 prior is a static density."""
+    m = prep.psi.shape[1]
+    return MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z,
+                     delta2_log_prob=_prior_settings(spec)[1])
 
 
 def mil_hyper(spec) -> MILHyper:
-    """Traced prior settings: Beta(a, b) on tau, IG(alpha0, beta0) on delta2 (started at its mode) or, for any
-    other delta2 prior, a start at its median (estimated from 2001 prior draws, seed 0)."""
-    tau = require_family(spec.priors, "tau", (dist.Beta,))
-    d2 = spec.priors["delta2"]
-    if isinstance(d2, dist.InverseGamma):
-        alpha0, beta0 = float(d2.concentration), float(d2.rate)
-        init = beta0 / (alpha0 + 1.0)
-    else:
-        alpha0, beta0 = MILConfig().delta2_alpha, MILConfig().delta2_beta     # unused by the Metropolis step
-        init = float(np.median(np.asarray(d2.sample(jax.random.PRNGKey(0), (2001,)))))
-    return MILHyper(*(jnp.asarray(float(v)) for v in (tau.concentration1, tau.concentration0, alpha0, beta0, init)))
+    """Traced prior settings (``_prior_settings``)."""
+    return _prior_settings(spec)[0]
 
 
 def mil_problem(spec, data) -> MILProblem:
@@ -246,16 +252,6 @@ def mil_problem(spec, data) -> MILProblem:
                       layout=GroupLayout(*(jnp.asarray(a) for a in prep.layout)), kind=jnp.asarray(prep.kind),
                       log_weight=None if prep.log_weight is None else jnp.asarray(prep.log_weight),
                       ridge=jnp.asarray(prep.ridge), dp_groups=_dp_groups(prep), hyper=mil_hyper(spec))
-
-
-def _config(spec, prep: MILPrepared, z_sampler: str, store_z: bool) -> MILConfig:
-    """The former private name of ``mil_config`` (zoo.experiments.kueck04 still calls it)."""
-    return mil_config(spec, prep, z_sampler, store_z)
-
-
-def _problem(prep: MILPrepared, spec) -> MILProblem:
-    """The former private name of ``mil_problem``, arguments the other way round (zoo.experiments.kueck04)."""
-    return mil_problem(spec, prep)
 
 
 def _dp_groups(prep: MILPrepared):
@@ -280,16 +276,6 @@ def advance_chains(states: MILState, problem: MILProblem, n_run, config: MILConf
                                 observe=mil_draw, chunk=chunk, thinning=thinning, chain_method=chain_method,
                                 compiler_options=compiler_options)
     return carry.state, observed
-
-
-def _advance(states, problem, n_run, config, chunk, thinning, chain_method="vectorized"):
-    """The former private name of ``advance_chains`` (zoo.experiments.kueck04 still calls it)."""
-    return advance_chains(states, problem, n_run, config, chunk, thinning, chain_method)
-
-
-def _over_chains(fn, states):
-    """``driver.over_chains`` with vectorized chains (the former private helper; zoo.experiments.kueck04)."""
-    return over_chains(fn, states, "vectorized")
 
 
 def _tqdm_progress(total: int, desc: str, enabled: bool):
