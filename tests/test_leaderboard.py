@@ -80,31 +80,44 @@ def test_split_standardizes_with_training_data_and_hides_test_captions():
 
 
 def test_no_test_fold_leakage():
-    """Scores do not change when the test images' captions and labels change (methods never see them)."""
+    """Rewriting the test images' captions and region labels changes nothing a method sees or returns (only the
+    scoring), and the training standardization ignores the test features."""
     data = synthetic()
-    rng = np.random.default_rng(1)
     split = lb.make_split(data, seed=0)
-    test_images = set(range(data.n_images)) - set()
-    shuffled = AnnotatedRegions(data.X, data.image_ids,
-                                [kw if i % 2 else list(rng.choice(["a", "b", "c"], 1)) for i, kw in
-                                 enumerate(data.keywords)], data.vocabulary,
-                                region_labels=data.region_labels)
-    # only images that are in the test fold of split 0 differ in a way the methods could read
-    train_names = [tuple(k) for k in split.train.keywords]
-    split2 = lb.make_split(shuffled, seed=0)
-    assert len(test_images) == data.n_images
-    if [tuple(k) for k in split2.train.keywords] == train_names:
-        for name in ("naive Bayes", "logistic regression (C selected)", "co-occurrence"):
-            _, run = lb.METHODS[name]
-            a = run(split.train, split.blind, lb.Settings(0, True)).region
-            b = run(split2.train, split2.blind, lb.Settings(0, True)).region
-            np.testing.assert_array_equal(a, b)
+    test = set(split.test_images.tolist())
+    keywords = [["a", "b", "c"] if i in test else kw for i, kw in enumerate(data.keywords)]
+    labels = np.where(np.isin(data.image_ids, split.test_images), 0, data.region_labels)
+    X = np.where(np.isin(data.image_ids, split.test_images)[:, None], data.X * 100.0, data.X)
+    changed = lb.make_split(AnnotatedRegions(data.X, data.image_ids, keywords, data.vocabulary,
+                                             region_labels=labels), seed=0)
+    np.testing.assert_array_equal(changed.train.X, split.train.X)
+    assert changed.train.keywords == split.train.keywords and changed.blind.keywords == split.blind.keywords
+    assert not np.array_equal(changed.labels, split.labels)
+    for name in ("word frequency", "co-occurrence", "naive Bayes", "logistic regression (C selected)",
+                 "SI-SVM (C=1, default)", "supervised LR (upper bound)"):
+        run = lb.METHODS[name][1]
+        a = run(split.train, split.blind, lb.Settings(0, True)).region
+        b = run(changed.train, changed.blind, lb.Settings(0, True)).region
+        np.testing.assert_array_equal(a, b)
+    scaled = lb.make_split(AnnotatedRegions(X, data.image_ids, data.keywords, data.vocabulary,
+                                            region_labels=data.region_labels), seed=0)
+    np.testing.assert_array_equal(scaled.train.X, split.train.X)    # test features never enter the scaling
 
 
 def test_whole_leaderboard_on_tiny_data(tmp_path):
+    _whole_leaderboard(tmp_path, ["chance", "word frequency", "naive Bayes", "carbonetto03 ML diag",
+                                  "supervised LR (upper bound)"])
+
+
+@pytest.mark.slow
+def test_whole_leaderboard_every_method_on_tiny_data(tmp_path):
+    _whole_leaderboard(tmp_path, ["chance", "carbonetto03 ML diag", "supervised LR (upper bound)",
+                                  *[m for m in lb.METHODS if m not in ("chance", "carbonetto03 ML diag",
+                                                                       "supervised LR (upper bound)")]])
+
+
+def _whole_leaderboard(tmp_path, names):
     data = synthetic(n_images=16)
-    names = ["chance", "word frequency", "naive Bayes", "carbonetto03 ML diag", "MoM-LDA (K=20, default)",
-             "supervised LR (upper bound)"]
     rows = lb.leaderboard(data, models=names, splits=2, fast=True, log=lambda *_: None)
     assert len(rows) == 2 * len(names)
     assert not [r["error"] for r in rows if r["error"]]
@@ -126,3 +139,24 @@ def test_bad_input_names_the_field():
     with pytest.raises(ValueError, match="region_labels"):
         d = synthetic()
         lb.make_split(AnnotatedRegions(d.X, d.image_ids, d.keywords, d.vocabulary), 0)
+
+
+def test_cli_parses_and_module_is_callable():
+    import zoo.leaderboard
+    from zoo.cli import build_parser
+    args = build_parser().parse_args(["leaderboard", "--fast", "--splits", "2", "--model", "chance"])
+    assert args.fast and args.splits == 2 and args.model == ["chance"] and args.data == "msrc_v2"
+    with pytest.raises(ValueError, match="splits"):
+        zoo.leaderboard(synthetic(), splits=-1)
+
+
+def test_corel5k_split_is_seeded_and_disjoint():
+    try:
+        train, visual, captions, sizes = lb.corel5k_split(0)
+    except FileNotFoundError:
+        pytest.skip("Corel5k data not available")
+    assert train.words.shape[0] == 4500 and visual.shape[0] == captions.shape[0] == 500
+    assert captions.shape[1] == train.words.shape[1] and np.all(train.words.sum(axis=0) > 0)
+    assert np.all(sizes >= captions.sum(axis=1))
+    other = lb.corel5k_split(1)[1]
+    assert not np.array_equal(other, visual)

@@ -24,7 +24,9 @@ truncation by the training ELBO, restarts by objective. Rows "(default)" / "(sel
 """
 from __future__ import annotations
 
+import sys
 import time
+import types
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -33,7 +35,8 @@ from zoo import baselines as bl
 from zoo.data.containers import AnnotatedRegions
 
 __all__ = ["Scores", "Split", "make_split", "evaluate", "tie_accuracy", "METHODS", "FAST_METHODS", "leaderboard",
-           "summarize", "markdown_table", "plot_leaderboard", "msrc_regions"]
+           "summarize", "markdown_table", "table_rows", "plot_leaderboard", "msrc_regions", "corel5k_split",
+           "corel5k_leaderboard", "cli"]
 
 METRICS = ("caption_acc", "free_acc", "P@5", "R@5", "log_density", "fit_s")
 
@@ -47,12 +50,14 @@ class Scores(NamedTuple):
 class Split(NamedTuple):
     """train: standardized, vocabulary = training caption words; blind: test regions without captions or labels;
     labels (R_test,) true word index, -1 unlabelled, -2 a word unseen in training; keywords (I_test, W) 0/1 test
-    captions over the vocabulary; caption_sizes (I_test,) full caption lengths (unseen words included)."""
+    captions over the vocabulary; caption_sizes (I_test,) full caption lengths (unseen words included);
+    test_images (I_test,) the test images' indices in the data set."""
     train: AnnotatedRegions
     blind: AnnotatedRegions
     labels: np.ndarray
     keywords: np.ndarray
     caption_sizes: np.ndarray
+    test_images: np.ndarray | None = None
 
 
 class Settings(NamedTuple):
@@ -100,7 +105,8 @@ def make_split(data: AnnotatedRegions, seed: int, test_fraction: float = 0.5) ->
                              allow_unannotated=True)
     labels_te = data.region_labels[keep_te]
     labels = np.where(labels_te >= 0, new_word[np.maximum(labels_te, 0)], -1)
-    return Split(train, blind, labels, full[test_images][:, words].astype(bool), full[test_images].sum(axis=1))
+    return Split(train, blind, labels, full[test_images][:, words].astype(bool), full[test_images].sum(axis=1),
+                 test_images)
 
 
 def tie_accuracy(scores: np.ndarray, labels: np.ndarray, allowed: np.ndarray | None = None) -> float:
@@ -254,6 +260,77 @@ METHODS: dict[str, tuple[str, Callable]] = {
 FAST_METHODS = tuple(m for m in METHODS if not m.startswith(("kueck04", "gustafson07", "mi-SVM")))
 
 
+# --------------------------------------------------------------------------------------- Corel5k (images)
+def corel5k_split(seed: int, n_test: int = 500):
+    """A seeded 4500 / 500 split of all 5000 Corel5k images (Mulan's blob tokens): (train MultimodalCounts with the
+    words and blob tokens that occur in training, test blob tokens (I_test, V), test captions (I_test, W) bool over
+    those words, full caption sizes (I_test,))."""
+    import zoo
+    from zoo.data import MultimodalCounts
+    parts = [zoo.load_dataset("corel5k", split=s, drop_unseen_words=False) for s in ("train", "test")]
+    words = np.concatenate([p.words for p in parts])
+    visual = np.concatenate([p.visual_words for p in parts])
+    order = np.random.default_rng(seed).permutation(words.shape[0])
+    test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
+    keep_w = words[train].sum(axis=0) > 0
+    keep_v = visual[train].sum(axis=0) > 0
+    names = [w for w, k in zip(parts[0].word_vocabulary, keep_w) if k]
+    fit_data = MultimodalCounts(words[train][:, keep_w], visual[train][:, keep_v], names, None)
+    return fit_data, visual[test][:, keep_v], words[test][:, keep_w] > 0, (words[test] > 0).sum(axis=1)
+
+
+def _corel_methods(fast: bool) -> dict:
+    from zoo.papers import yakhnenko as yh
+
+    def mom(model_id, key, k):
+        def run(train, visual, seed):
+            import zoo
+            from zoo.data import MultimodalCounts
+            best = None
+            for kk in ((k,) if k else (5, 10, 20, 40)):
+                fit = zoo.fit(zoo.model(model_id, **{key: kk}), train, seed=seed, num_chains=2,
+                              max_iter=100 if fast else 300, tol=1e-5, progress_bar=False)
+                elbo = float(np.max(fit.state.final_elbo))
+                best = (elbo, fit) if best is None or elbo > best[0] else best
+            test = MultimodalCounts(np.zeros((visual.shape[0], train.words.shape[1]), np.int64), visual)
+            return best[1].predict(test).caption_word_proba
+        return run
+    methods = {"word frequency": lambda tr, v, s: np.tile(tr.words.mean(axis=0), (v.shape[0], 1)),
+               "naive Bayes (one-vs-all)": lambda tr, v, s: yh.one_vs_all_baseline(tr, v, kind="nb", seed=s),
+               "MoM-LDA (K=20, default)": mom("yakhnenko.mom_lda", "n_topics", 20),
+               "MoM-HDP (T=20, default)": mom("yakhnenko.mom_hdp", "truncation", 20)}
+    if not fast:
+        methods["logistic regression (one-vs-all)"] = lambda tr, v, s: yh.one_vs_all_baseline(tr, v, kind="lr",
+                                                                                                seed=s)
+        methods["MoM-LDA (K by ELBO)"] = mom("yakhnenko.mom_lda", "n_topics", None)
+        methods["MoM-HDP (T by ELBO)"] = mom("yakhnenko.mom_hdp", "truncation", None)
+    return methods
+
+
+def corel5k_leaderboard(splits: int = 5, fast: bool = False, log=print) -> list[dict]:
+    """Image annotation on Corel5k (no region features or region truth there: P@5 / R@5 only), rows as
+    ``leaderboard``'s; the methods see only the test images' blob tokens."""
+    rows = []
+    for seed in range(int(splits)):
+        train, visual, captions, sizes = corel5k_split(seed)
+        for name, run in _corel_methods(fast).items():
+            row = {"dataset": "corel5k", "method": name, "split": seed, "error": "",
+                   "family": "model" if name.startswith("MoM") else "baseline",
+                   **{m: float("nan") for m in METRICS}}
+            t0 = time.perf_counter()
+            try:
+                scores = run(train, visual, seed)
+                top = np.argsort(-scores, axis=1, kind="stable")[:, :5]
+                hits = np.take_along_axis(captions, top, axis=1).sum(axis=1)
+                row.update({"P@5": float((hits / 5).mean()), "R@5": float((hits / np.maximum(sizes, 1)).mean())})
+            except Exception as err:  # reported in the table
+                row["error"] = f"{type(err).__name__}: {err}"[:200]
+            row["fit_s"] = time.perf_counter() - t0
+            rows.append(row)
+            log(f"leaderboard corel5k split {seed} {name}: P@5 {row['P@5']:.3f} ({row['fit_s']:.1f} s)")
+    return rows
+
+
 def msrc_regions(segmentation: str = "ncut", features: str = "carbonetto03", n_images: int | None = None,
                  seed: int = 0) -> AnnotatedRegions:
     """All MSRC-v2 regions of one segmentation / feature set, raw features (the leaderboard standardizes per
@@ -272,8 +349,8 @@ def msrc_regions(segmentation: str = "ncut", features: str = "carbonetto03", n_i
 def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False, *, test_fraction: float = 0.5,
                 log=print, **data_options) -> list[dict]:
     """Rows {dataset, method, family, split, <metrics>} for every method x split (a failing method keeps its rows,
-    with nan metrics and the error in ``error``). data: an ``AnnotatedRegions`` or "msrc_v2" (``data_options``
-    go to ``msrc_regions``); models: names of ``METHODS`` (None: all, or ``FAST_METHODS`` when ``fast``)."""
+    with nan metrics and the error in ``error``). data: an ``AnnotatedRegions``, "msrc_v2" (``data_options``
+    go to ``msrc_regions``) or "corel5k" (``corel5k_leaderboard``); models: names of ``METHODS`` (None: all, or ``FAST_METHODS`` when ``fast``)."""
     if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)) or splits < 1:
         raise ValueError(f"splits: expected a positive int, got {splits!r}")
     names = list(models) if models is not None else list(FAST_METHODS if fast else METHODS)
@@ -281,9 +358,13 @@ def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False
     if unknown:
         raise ValueError(f"models: unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
     if isinstance(data, str):
+        if data == "corel5k":
+            if models is not None:
+                raise ValueError("models: Corel5k runs its own image-level methods (word frequency, NB, LR, MoM)")
+            return corel5k_leaderboard(splits, fast, log)
         if data != "msrc_v2":
-            raise ValueError(f"data: expected 'msrc_v2' or an AnnotatedRegions, got {data!r}")
-        label = "msrc_v2 " + " ".join(f"{k}={v}" for k, v in sorted(data_options.items()))
+            raise ValueError(f"data: expected 'msrc_v2', 'corel5k' or an AnnotatedRegions, got {data!r}")
+        label = "msrc_v2 " + " ".join(str(v) for _, v in sorted(data_options.items()) if v is not None)
         data = msrc_regions(**data_options)
     else:
         label = "user data"
@@ -322,19 +403,29 @@ def summarize(rows: list[dict]) -> list[dict]:
     return table
 
 
-def markdown_table(summary: list[dict]) -> str:
-    """The leaderboard as one Markdown table (mean ± sd over splits; accuracies in %)."""
-    head = "| data | method | splits | caption acc % | free acc % | P@5 % | R@5 % | log density | fit s |"
-    lines = [head, "|" + "---|" * 9]
+HEADER = ["data", "method", "splits", "caption acc %", "free acc %", "P@5 %", "R@5 %", "log density", "fit s"]
+
+
+def table_rows(summary: list[dict]) -> list[list]:
+    """Cells of ``HEADER`` per summary row: "mean ± sd" strings (accuracies in %), "n/a" where undefined; a
+    method that failed on some split says so (with the first error) after its name."""
+    rows = []
     for r in summary:
         cells = []
         for m in METRICS:
             mean, sd = r[m]
             scale = 100.0 if m in ("caption_acc", "free_acc", "P@5", "R@5") else 1.0
-            cells.append("n/a" if not np.isfinite(mean) else f"{scale * mean:.1f} ± {scale * sd:.1f}"
-                         if m != "log_density" else f"{mean:.2f} ± {sd:.2f}")
+            digits = 2 if m == "log_density" else 1
+            cells.append("n/a" if not np.isfinite(mean) else f"{scale * mean:.{digits}f} ± {scale * sd:.{digits}f}")
         note = f" (failed: {r['errors'][0]})" if r["errors"] else ""
-        lines.append(f"| {r['dataset']} | {r['method']}{note} | {r['splits']} | " + " | ".join(cells) + " |")
+        rows.append([r["dataset"], r["method"] + note, r["splits"], *cells])
+    return rows
+
+
+def markdown_table(summary: list[dict]) -> str:
+    """The leaderboard as one Markdown table (mean ± sd over splits; accuracies in %)."""
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in table_rows(summary)]
     return "\n".join(lines)
 
 
@@ -363,3 +454,35 @@ def plot_leaderboard(summary: list[dict], path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def cli(args) -> int:
+    """``zoo leaderboard``: run, print the Markdown table, write leaderboard.{md,json,png} into ``args.out``."""
+    import json
+    import pathlib
+
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.data == "corel5k":
+        rows = leaderboard("corel5k", splits=args.splits, fast=args.fast)
+    else:
+        rows = leaderboard(args.data, models=args.model or None, splits=args.splits, fast=args.fast,
+                           segmentation=args.segmentation, features=args.features, n_images=args.images)
+    summary = summarize(rows)
+    table = markdown_table(summary)
+    (out / "leaderboard.md").write_text(table + "\n")
+    (out / "leaderboard.json").write_text(json.dumps(rows, indent=1))
+    plot_leaderboard(summary, out / "leaderboard.png")
+    print(table)
+    print(f"zoo leaderboard: {out / 'leaderboard.md'}, {out / 'leaderboard.json'}, {out / 'leaderboard.png'}")
+    return 0
+
+
+class _CallableModule(types.ModuleType):
+    """``zoo.leaderboard(...)`` calls ``leaderboard`` while ``zoo.leaderboard.<name>`` stays the module."""
+
+    def __call__(self, *args, **kwargs):
+        return leaderboard(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
