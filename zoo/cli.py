@@ -26,6 +26,11 @@ def _single_thread_env() -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_multi_thread_eigen" not in flags:
         os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
+    if "numpy" in sys.modules:
+        # something imported by ``import zoo`` loaded NumPy already, so its BLAS pool read the variables above too
+        # late: limit the pools already loaded (threadpoolctl ships with scikit-learn, a dependency)
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=1)
 
 
 # ----------------------------------------------------------------------------------------------------- list
@@ -297,6 +302,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="append", default=[], help="a method name, repeatable (default: all)")
     p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, .json and .png")
     p.set_defaults(run=lambda args: __import__("zoo.leaderboard", fromlist=["cli"]).cli(args))
+
+    p = sub.add_parser("reference", parents=[debug], formatter_class=_Formatter,
+                       help="reference posteriors: list them, or build one (long)",
+                       description="`zoo reference list`: the stored references; `zoo reference build ID --dataset "
+                                   "NAME`: rebuild one (enumeration or >= 10 long chains; minutes to hours).")
+    p.add_argument("action", choices=("list", "build"), help="list or build")
+    p.add_argument("model", nargs="?", default=None, help="model id to build, e.g. kueck04.constraint")
+    p.add_argument("--dataset", default=None, help="the reference's data set (see `zoo reference list`)")
+    p.add_argument("--chains", type=int, default=10, help="chains (at least 10 for the reference bar)")
+    p.add_argument("--warmup", type=int, default=1000, help="warm-up sweeps per chain")
+    p.add_argument("--draws", type=int, default=5000, help="draws per chain")
+    p.set_defaults(run=lambda args: __import__("zoo.reference", fromlist=["cli"]).cli(args))
+
+    p = sub.add_parser("check-sampler", parents=[debug], formatter_class=_Formatter,
+                       help="score samplers against a reference posterior (table + plot)",
+                       description="Run samplers on a reference problem and print, per sampler and budget, the "
+                                   "error in reference MCSE units, bias^2/variance and wall time after compilation.")
+    p.add_argument("model", help="model id of the reference, e.g. gustafson07.fs")
+    p.add_argument("--dataset", required=True, help="the reference's data set (see `zoo reference list`)")
+    p.add_argument("--sampler", action="append", default=[], help="a sampler name, repeatable (default: all)")
+    p.add_argument("--draws", type=int, nargs="+", default=[500, 2000], help="budgets: draws per chain")
+    p.add_argument("--chains", type=int, default=4, help="chains per run")
+    p.add_argument("--warmup", type=int, default=500, help="warm-up per chain")
+    p.add_argument("--out", default="check_sampler", help="folder for check_sampler.json and the plot")
+    p.set_defaults(run=lambda args: __import__("zoo.check_sampler", fromlist=["cli"]).cli(args))
     return parser
 
 
