@@ -4,6 +4,7 @@ Every function works on the full feature dimension ``p`` with a 0/1 ``mask`` (p,
 features M, so variable-size subsets JIT-compile with fixed shapes. A "masked matrix" keeps the M x M block of a
 (p, p) matrix and puts the identity on the other coordinates (``masked_matrix``): its log-determinant, Cholesky
 factor and inverse restricted to M are those of the M x M block, and the identity block contributes nothing.
+The posterior predictives kept current under one-unit moves (rank-one updates) are in ``niw_predictive``.
 
 Conventions (the paper's): ``Sigma ~ IW_nu(S^{-1})`` means the inverse-Wishart with ``nu`` degrees of freedom and
 scale matrix ``S`` (density proportional to ``|Sigma|^{-(nu+d+1)/2} exp(-tr(S Sigma^{-1})/2)``, mean
@@ -16,17 +17,17 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import gammaln
 
-from zoo.inference.linalg import triangular_inverse_lower
+from zoo.inference.linalg import (cho_solve, cholesky, inverse_from_cholesky, logdet_from_cholesky, solve_lower,
+                                 spd_logdet, triangular_inverse_lower)
 
-__all__ = ["ConceptPrior", "concept_niw_prior", "collapsed_concept_log_density", "NIWPrior", "NIWPosterior", "masked_matrix", "masked_cholesky", "log_multigamma_masked", "log_z",
-           "niw_posterior", "niw_log_marginal", "gaussian_loglik_suffstats", "gaussian_logpdf_masked",
-           "sample_masked_inverse_wishart", "sample_niw_masked", "suffstats", "sample_gamma", "sample_beta",
-           "inverse_wishart_log_density", "niw_log_predictive",
-           "PredictiveCache", "predictive_cache", "cache_log_predictive", "t_log_normalizer", "t_log_predictive",
-           "cache_quad", "concept_normalizer_table", "cache_log_predictive_loo", "cache_shift", "cache_shift_entries", "shared_mask_log_density", "DeltaCollapsedTerms", "concept_delta_terms", "delta_collapsed_log_density", "delta_conditional"]
+__all__ = ["ConceptPrior", "concept_niw_prior", "collapsed_concept_log_density", "NIWPrior", "NIWPosterior",
+           "masked_matrix", "masked_cholesky", "log_multigamma_masked", "log_z", "niw_posterior", "niw_log_marginal",
+           "gaussian_loglik_suffstats", "gaussian_logpdf_masked", "sample_masked_inverse_wishart", "sample_niw_masked",
+           "suffstats", "sample_gamma", "sample_beta", "inverse_wishart_log_density", "niw_log_predictive",
+           "shared_mask_log_density", "DeltaCollapsedTerms", "concept_delta_terms", "delta_collapsed_log_density",
+           "delta_conditional"]
 
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
@@ -61,18 +62,7 @@ def masked_matrix(A: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
 
 def masked_cholesky(A: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
     """Lower Cholesky factor of ``masked_matrix(A, mask)`` (block-diagonal: chol(A_MM) on M, identity off M)."""
-    return jnp.linalg.cholesky(masked_matrix(A, mask))
-
-
-def _logdet_from_chol(L: jnp.ndarray) -> jnp.ndarray:
-    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
-
-
-def _inverse_from_chol(L: jnp.ndarray) -> jnp.ndarray:
-    """A^{-1} = L^{-T} L^{-1} from A's lower Cholesky factor L (..., p, p): ``triangular_inverse_lower`` and a
-    product (8 matrices of p = 16: cho_solve on the identity took 21-36 us, this 6.5-9 us)."""
-    W = triangular_inverse_lower(L)
-    return jnp.einsum("...ki,...kj->...ij", W, W)
+    return cholesky(masked_matrix(A, mask))
 
 
 def _trace_inverse_product(L: jnp.ndarray, C: jnp.ndarray) -> jnp.ndarray:
@@ -92,7 +82,7 @@ def log_z(nu: jnp.ndarray, S: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
     """log Z(nu, S_MM, d) of the Appendix: Z = |S|^{nu/2} / (2^{nu d/2} pi^{d(d-1)/4} prod_i Gamma((nu+1-i)/2))."""
     p = mask.shape[-1]
     d = mask.astype(S.dtype).sum()
-    logdet = _logdet_from_chol(masked_cholesky(S, mask))
+    logdet = logdet_from_cholesky(masked_cholesky(S, mask))
     return 0.5 * nu * logdet - 0.5 * nu * d * jnp.log(2.0) - log_multigamma_masked(0.5 * nu, d, p)
 
 
@@ -130,7 +120,7 @@ def gaussian_loglik_suffstats(count, total, scatter, mean, cov, mask) -> jnp.nda
     centred = centred * jnp.outer(m, m)
     # tr(cov_MM^{-1} Q_MM); with the masked factor the off-M block is zero
     trace = _trace_inverse_product(L, centred)
-    return -0.5 * count * d * _LOG_2PI - 0.5 * count * _logdet_from_chol(L) - 0.5 * trace
+    return -0.5 * count * d * _LOG_2PI - 0.5 * count * logdet_from_cholesky(L) - 0.5 * trace
 
 
 def gaussian_logpdf_masked(X: jnp.ndarray, mean: jnp.ndarray, chol: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
@@ -140,7 +130,7 @@ def gaussian_logpdf_masked(X: jnp.ndarray, mean: jnp.ndarray, chol: jnp.ndarray,
     d = mask.astype(X.dtype).sum()
     resid = (X - mean) * mask.astype(X.dtype)
     z = triangular_inverse_lower(chol) @ resid.T
-    return -0.5 * d * _LOG_2PI - 0.5 * _logdet_from_chol(chol) - 0.5 * jnp.sum(z * z, axis=0)
+    return -0.5 * d * _LOG_2PI - 0.5 * logdet_from_cholesky(chol) - 0.5 * jnp.sum(z * z, axis=0)
 
 
 def sample_gamma(key, shape_param: jnp.ndarray) -> jnp.ndarray:
@@ -211,7 +201,7 @@ def sample_niw_masked(key, post: NIWPosterior, mask: jnp.ndarray):
     """(mu, Sigma) from eq. 8-9 on the mask (mu zero and Sigma identity off M). Returns mu (p,), Sigma (p, p)."""
     k_sigma, k_mu = jax.random.split(key)
     sigma = sample_masked_inverse_wishart(k_sigma, post.nu, post.S, mask)
-    L = jnp.linalg.cholesky(sigma)
+    L = cholesky(sigma)
     z = jax.random.normal(k_mu, post.mean.shape, sigma.dtype)
     mu = (post.mean + L @ z / jnp.sqrt(post.rho)) * mask.astype(sigma.dtype)
     return mu, sigma
@@ -270,9 +260,9 @@ def concept_delta_terms(cp: ConceptPrior, count, total, scatter, mask, Omega, Om
     d = m.sum()
     marg = niw_log_marginal(concept_niw_prior(cp, mask), count, total, scatter, mask)
     L = masked_cholesky(Omega, mask)
-    inv_mm = _inverse_from_chol(L) * jnp.outer(m, m)
+    inv_mm = inverse_from_cholesky(L) * jnp.outer(m, m)
     Q = Omega_inv - inv_mm
-    const = (marg - 0.5 * count * (p - d) * _LOG_2PI - 0.5 * count * (logdet_Omega - _logdet_from_chol(L))
+    const = (marg - 0.5 * count * (p - d) * _LOG_2PI - 0.5 * count * (logdet_Omega - logdet_from_cholesky(L))
              - 0.5 * jnp.sum(Q * scatter))
     return DeltaCollapsedTerms(const=const, precision=count * Q, linear=Q @ total)
 
@@ -281,7 +271,7 @@ def _delta_posterior_parts(terms: DeltaCollapsedTerms, prior: NIWPrior, Omega_in
     """Cholesky of Lambda and b (see the block comment above); ``terms`` stacked over concepts."""
     lam = prior.rho0 * Omega_inv + terms.precision.sum(0)
     b = prior.rho0 * Omega_inv @ prior.mu0 + terms.linear.sum(0)
-    return jnp.linalg.cholesky(0.5 * (lam + lam.T)), b
+    return cholesky(lam), b
 
 
 def delta_collapsed_log_density(terms: DeltaCollapsedTerms, prior: NIWPrior, Omega_inv, logdet_Omega):
@@ -289,25 +279,25 @@ def delta_collapsed_log_density(terms: DeltaCollapsedTerms, prior: NIWPrior, Ome
     the concept parameters and delta integrated out); ``prior`` = the NIW prior of (delta, Omega) (rho0 = kappa0)."""
     p = Omega_inv.shape[-1]
     L, b = _delta_posterior_parts(terms, prior, Omega_inv)
-    z = solve_triangular(L, b, lower=True)
+    z = solve_lower(L, b)
     return (terms.const.sum() - 0.5 * prior.rho0 * prior.mu0 @ Omega_inv @ prior.mu0 - 0.5 * logdet_Omega
-            + 0.5 * p * jnp.log(prior.rho0) + 0.5 * z @ z - 0.5 * _logdet_from_chol(L))
+            + 0.5 * p * jnp.log(prior.rho0) + 0.5 * z @ z - 0.5 * logdet_from_cholesky(L))
 
 
 def delta_conditional(terms: DeltaCollapsedTerms, prior: NIWPrior, Omega_inv):
     """(mean (p,), lower Cholesky factor L of the precision Lambda): delta ~ N(mean, (L L')^{-1})."""
     L, b = _delta_posterior_parts(terms, prior, Omega_inv)
-    return jax.scipy.linalg.cho_solve((L, True), b), L
+    return cho_solve(L, b), L
 
 
 def inverse_wishart_log_density(Sigma, nu, S):
     """log IW_nu(S^{-1}) density at Sigma (full dimension p): nu/2 log|S| - nu p/2 log 2 - log Gamma_p(nu/2)
     - (nu + p + 1)/2 log|Sigma| - tr(S Sigma^{-1})/2."""
     p = Sigma.shape[-1]
-    L = jnp.linalg.cholesky(Sigma)
-    trace = jnp.trace(jax.scipy.linalg.cho_solve((L, True), S))
-    return (0.5 * nu * jnp.linalg.slogdet(S)[1] - 0.5 * nu * p * jnp.log(2.0)
-            - log_multigamma_masked(0.5 * nu, p, p) - 0.5 * (nu + p + 1) * _logdet_from_chol(L) - 0.5 * trace)
+    L = cholesky(Sigma)
+    trace = _trace_inverse_product(L, S)
+    return (0.5 * nu * spd_logdet(S) - 0.5 * nu * p * jnp.log(2.0)
+            - log_multigamma_masked(0.5 * nu, p, p) - 0.5 * (nu + p + 1) * logdet_from_cholesky(L) - 0.5 * trace)
 
 
 def shared_mask_log_density(cp: ConceptPrior, counts, totals, scatters, mask, delta, Omega):
@@ -325,8 +315,8 @@ def shared_mask_log_density(cp: ConceptPrior, counts, totals, scatters, mask, de
     n, t, S = counts.sum(), totals.sum(0), scatters.sum(0)
     centred = S - jnp.outer(t, delta) - jnp.outer(delta, t) + n * jnp.outer(delta, delta)
     mats = jnp.concatenate([post.S, Omega[None]], axis=0)
-    chol = jnp.linalg.cholesky(jax.vmap(masked_matrix, in_axes=(0, None))(mats, mask))
-    logdets = _logdet_from_chol(chol)
+    chol = cholesky(jax.vmap(masked_matrix, in_axes=(0, None))(mats, mask))
+    logdets = logdet_from_cholesky(chol)
     log_z_prior = 0.5 * prior.nu0 * d * jnp.log(cp.v_scale * jnp.maximum(d, 1.0)) - 0.5 * prior.nu0 * d * jnp.log(2.0) \
         - log_multigamma_masked(0.5 * prior.nu0, d, p)
     log_z_post = (0.5 * post.nu * logdets[:-1] - 0.5 * post.nu * d * jnp.log(2.0)
@@ -350,127 +340,7 @@ def niw_log_predictive(prior: NIWPrior, count, total, scatter, mask, x):
     L = masked_cholesky(post.S, mask)
     resid = (jnp.atleast_2d(x) - post.mean) * m
     q = jnp.sum((triangular_inverse_lower(L) @ resid.T) ** 2, axis=0) / factor
-    logdet = _logdet_from_chol(L) + d * jnp.log(factor)
+    logdet = logdet_from_cholesky(L) + d * jnp.log(factor)
     out = (gammaln(0.5 * (df + d)) - gammaln(0.5 * df) - 0.5 * d * jnp.log(df * jnp.pi) - 0.5 * logdet
            - 0.5 * (df + d) * jnp.log1p(q / df))
     return out if jnp.ndim(x) == 2 else out[0]
-
-
-# ------------------------------------------------------------------ predictives under one-unit moves (rank one)
-# Adding x to a concept's units changes its eq. 8-9 posterior by rho' = rho + 1, nu' = nu + 1,
-# mean' = (rho mean + x) / (rho + 1), S' = S + rho / (rho + 1) (x - mean)(x - mean)'; removing it (x among them)
-# S' = S - rho / (rho - 1) (x - mean)(x - mean)'. Sherman-Morrison and the determinant lemma then keep S_MM^{-1}
-# and log|S_MM| current in O(p^2) per move, with no factorization inside a sequential label scan.
-
-
-class PredictiveCache(NamedTuple):
-    """Posterior of C (concept, mask) pairs: nu (C,), rho (C,), mean (C, p), inv (C, p, p) = S_MM^{-1} zero-padded,
-    logdet (C,) = log|S_MM|, mask (C, p) bool."""
-    nu: jnp.ndarray
-    rho: jnp.ndarray
-    mean: jnp.ndarray
-    inv: jnp.ndarray
-    logdet: jnp.ndarray
-    mask: jnp.ndarray
-
-
-def predictive_cache(cp: ConceptPrior, counts, totals, scatters, masks) -> PredictiveCache:
-    """The cache of each concept's units (counts (C,), totals (C, p), scatters (C, p, p)) on its mask (C, p)."""
-    priors = jax.vmap(concept_niw_prior, in_axes=(None, 0))(cp, masks)
-    post = jax.vmap(niw_posterior)(priors, counts, totals, scatters)
-    L = jax.vmap(masked_cholesky)(post.S, masks)
-    m = masks.astype(post.S.dtype)
-    inv = _inverse_from_chol(L)
-    return PredictiveCache(post.nu, post.rho, post.mean, inv * m[:, :, None] * m[:, None, :], _logdet_from_chol(L),
-                           masks)
-
-
-def t_log_normalizer(nu, rho, d) -> jnp.ndarray:
-    """The constant of ``niw_log_predictive`` (see ``t_log_predictive``): lgamma((nu + 1)/2) - lgamma(df/2)
-    - d/2 log(pi (rho + 1)/rho), df = nu - d + 1."""
-    return gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * (nu - d + 1.0)) - 0.5 * d * jnp.log(jnp.pi * (rho + 1.0) / rho)
-
-
-def t_log_predictive(nu, rho, d, quad, logdet, normalizer=t_log_normalizer) -> jnp.ndarray:
-    """``niw_log_predictive`` from the posterior's (nu, rho), the dimension d = |M|, quad = (x - mean)' S_MM^{-1}
-    (x - mean) on M and logdet = log|S_MM| (broadcasting): the multivariate t of eq. 6's ratio. With
-    df = nu - d + 1 and factor = (rho + 1) / (rho df), df factor = (rho + 1) / rho, so
-        log t = lgamma((nu + 1)/2) - lgamma(df/2) - d/2 log(pi (rho + 1)/rho) - logdet/2
-                - (nu + 1)/2 log(1 + quad rho / (rho + 1)).
-    ``normalizer(nu, rho, d)``: the first three terms (``t_log_normalizer``, or a lookup where they are known in
-    advance: ``concept_normalizer_table``)."""
-    return normalizer(nu, rho, d) - 0.5 * logdet - 0.5 * (nu + 1.0) * jnp.log1p(quad * rho / (rho + 1.0))
-
-
-def concept_normalizer_table(cp: ConceptPrior, masks, size: int):
-    """``t_log_normalizer`` as a lookup for cache entries with these masks (C, p) and up to size - 1 units each:
-    with nu = d + a_extra + c and rho = b + c (c units, ``concept_niw_prior``) it depends on c alone, and its two
-    gammaln terms are g(c + d) - g(c) with g(m) = gammaln((a_extra + 1 + m)/2). Why: in the joint move's sequential
-    unit loop the Lanczos series of gammaln took most of each step. Returns normalizer(nu, rho, d) -> (C,)."""
-    p = masks.shape[-1]
-    d = masks.astype(jnp.float64).sum(-1)
-    c = jnp.arange(size)
-    g = gammaln(0.5 * (cp.a_extra + 1.0 + jnp.arange(size + p)))
-    rho = cp.b + c
-    table = (g[c[None, :] + d[:, None].astype(jnp.int32)] - g[c][None, :]
-             - 0.5 * d[:, None] * jnp.log(jnp.pi * (rho + 1.0) / rho)[None, :])
-    rows = jnp.arange(masks.shape[0])
-    return lambda nu, rho, d_: table[rows, jnp.round(nu - d - cp.a_extra).astype(jnp.int32)]
-
-
-def cache_quad(cache: PredictiveCache, x) -> jnp.ndarray:
-    """(C,) (x - mean)' S_MM^{-1} (x - mean) on each entry's mask."""
-    r = (x - cache.mean) * cache.mask.astype(cache.mean.dtype)
-    return jnp.sum(cache.inv * r[:, :, None] * r[:, None, :], axis=(1, 2))   # elementwise: fuses on CPU
-
-
-def cache_log_predictive(cache: PredictiveCache, x) -> jnp.ndarray:
-    """(C,) ``niw_log_predictive`` of x (p,) under every entry of the cache."""
-    d = cache.mask.astype(cache.mean.dtype).sum(-1)
-    return t_log_predictive(cache.nu, cache.rho, d, cache_quad(cache, x), cache.logdet)
-
-
-def cache_log_predictive_loo(cache: PredictiveCache, x, own, normalizer=t_log_normalizer) -> jnp.ndarray:
-    """(C,) ``niw_log_predictive`` of x (p,) under every entry, where the entries ``own`` (C,) bool hold x among
-    their units and are evaluated with x left out, without changing the cache: removing x gives rho- = rho - 1,
-    nu- = nu - 1, x - mean- = rho / (rho - 1) (x - mean) and S- = S - s r r' (s = rho / (rho - 1), r = x - mean),
-    so with a = r' S^{-1} r, Sherman-Morrison and the determinant lemma give r' S-^{-1} r = a / (1 - s a) and
-    log|S-| = log|S| + log(1 - s a): scalars of the quadratic form the other entries need anyway. ``normalizer``: see
-    ``t_log_predictive``."""
-    d = cache.mask.astype(cache.mean.dtype).sum(-1)
-    a = cache_quad(cache, x)
-    rho_minus = jnp.where(own, cache.rho - 1.0, cache.rho)
-    s = cache.rho / jnp.where(own, rho_minus, 1.0)
-    one_minus = jnp.where(own, 1.0 - s * a, 1.0)
-    quad = jnp.where(own, s * s * a / one_minus, a)
-    return t_log_predictive(jnp.where(own, cache.nu - 1.0, cache.nu), rho_minus, d, quad,
-                            cache.logdet + jnp.log(one_minus), normalizer)
-
-
-def cache_shift(cache: PredictiveCache, x, sign) -> PredictiveCache:
-    """Add x (p,) to the entries where sign (C,) is +1, remove it (x among their units) where -1, leave the entries
-    where it is 0 (the rank-one updates of the block comment above, dense over the entries: no gather or scatter)."""
-    sign = jnp.asarray(sign, cache.mean.dtype)
-    m = cache.mask.astype(cache.mean.dtype)
-    r = (x - cache.mean) * m
-    rho_new = cache.rho + sign
-    s = sign * cache.rho / jnp.where(sign == 0, 1.0, rho_new)        # +rho/(rho+1), -rho/(rho-1), 0
-    v = jnp.sum(cache.inv * r[:, None, :], axis=-1)
-    denom = 1.0 + s * jnp.sum(r * v, -1)
-    return cache._replace(nu=cache.nu + sign, rho=rho_new,
-                          mean=(cache.rho[:, None] * cache.mean + sign[:, None] * x) / rho_new[:, None],
-                          inv=cache.inv - (s / denom)[:, None, None] * v[:, :, None] * v[:, None, :],
-                          logdet=cache.logdet + jnp.log(denom))
-
-
-def cache_shift_entries(cache: PredictiveCache, x, entries, sign) -> PredictiveCache:
-    """``cache_shift`` on the listed entries only, one after another: add x (p,) to entry ``entries[i]`` where
-    sign[i] is +1, remove it where -1, nothing where 0 (entries (m,) int, sign (m,)). Why: a unit moving between two
-    concepts changes 2 of the C entries (4 with the proposed masks), and the dense form reads and rewrites all C
-    (p, p) inverses; slices (not gathers/scatters) so XLA updates the cache in place."""
-    def one(i, cache):
-        e = entries[i]
-        part = cache_shift(jax.tree_util.tree_map(lambda a: jax.lax.dynamic_slice_in_dim(a, e, 1), cache), x,
-                           sign[i][None])
-        return jax.tree_util.tree_map(lambda a, b: jax.lax.dynamic_update_slice_in_dim(a, b, e, 0), cache, part)
-    return jax.lax.fori_loop(0, entries.shape[0], one, cache, unroll=True)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 
 from zoo.inference.collapsed_niw import (DeltaCollapsedTerms, collapsed_concept_log_density, concept_delta_terms,
                                          delta_collapsed_log_density, delta_conditional, shared_mask_log_density)
 from zoo.inference.label_feature_state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
                                                free_rows, rows_to_M)
+from zoo.inference.linalg import cho_solve, cholesky, solve_lower_transpose
 
 __all__ = ["free_log_target", "metropolis_flip", "feature_flip_step", "delta_collapsed_flip_step",
            "single_flip_step", "FLIP_SCANS"]
@@ -133,8 +133,8 @@ def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key):
     n_rows = n_concepts - 1
     systematic = jnp.asarray(problem.systematic_scan)
     count, total, scatter = concept_suffstats(problem.X, state.Y, n_concepts)
-    L_omega = jnp.linalg.cholesky(state.Omega)
-    Omega_inv = jax.scipy.linalg.cho_solve((L_omega, True), jnp.eye(p))
+    L_omega = cholesky(state.Omega)
+    Omega_inv = cho_solve(L_omega, jnp.eye(p))
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(L_omega)))
     logit = jnp.log(state.alpha) - jnp.log1p(-state.alpha)
     prior = problem.delta_omega_prior
@@ -167,7 +167,7 @@ def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key):
     M, terms, _, accepted = jax.lax.fori_loop(-n_concepts, n_flips * n_rows, body,
                                               (state.M, zero_terms, jnp.asarray(0.0), jnp.zeros(n_concepts)))
     mean, L = delta_conditional(terms, prior, Omega_inv)
-    delta = mean + solve_triangular(L.T, jax.random.normal(k_delta, (p,)), lower=False)
+    delta = mean + solve_lower_transpose(L, jax.random.normal(k_delta, (p,)))
     return state._replace(M=M, delta=delta), accepted / n_flips
 
 

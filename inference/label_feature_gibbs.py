@@ -46,6 +46,7 @@ from zoo.inference.label_feature_joint import joint_flip_relabel_step
 from zoo.inference.label_feature_moves import alpha_step, delta_omega_step, label_step, omega_step
 from zoo.inference.label_feature_state import (BetaMixture, GibbsState, RegionProblem, SweepInfo, concept_masks_of,
                                                concept_suffstats)
+from zoo.inference.linalg import cholesky
 
 # the moves and types are re-exported: ``zoo.inference.label_feature_gibbs`` is the sampler's one entry point
 __all__ = ["RegionProblem", "BetaMixture", "GibbsState", "SweepInfo", "concept_suffstats", "concept_masks_of",
@@ -238,7 +239,7 @@ def predictive_log_lik(problem: RegionProblem, variant: str, Y, M, delta, Omega,
     masks = concept_masks_of(variant, M)
     count, total, scatter = concept_suffstats(problem.X, Y, n_concepts)
     p = problem.X.shape[1]
-    base = gaussian_logpdf_masked(X_new, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
+    base = gaussian_logpdf_masked(X_new, delta, cholesky(Omega), jnp.ones(p, bool))
 
     def concept(c, t, s, m):
         log_t = niw_log_predictive(concept_niw_prior(problem.concept_prior, m), c, t, s, m, X_new)

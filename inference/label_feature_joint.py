@@ -8,12 +8,13 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from zoo.inference.collapsed_niw import (cache_log_predictive_loo, cache_shift_entries,
-                                         concept_normalizer_table,
-                                         gaussian_logpdf_masked, masked_cholesky, predictive_cache)
+from zoo.inference.collapsed_niw import gaussian_logpdf_masked, masked_cholesky
 from zoo.inference.label_feature_flips import free_log_target
 from zoo.inference.label_feature_state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
                                                forced_units, free_rows, unit_images)
+from zoo.inference.linalg import cholesky
+from zoo.inference.niw_predictive import (cache_log_predictive_loo, cache_shift_entries, concept_normalizer_table,
+                                          predictive_cache)
 
 __all__ = ["joint_flip_relabel_step"]
 
@@ -21,7 +22,7 @@ __all__ = ["joint_flip_relabel_step"]
 def _conditional_terms(X, masks, delta, Omega):
     """(n, K+1) log phi(x_{M_k^c} | x_{M_k}; delta, Omega) of every unit under every concept's mask (eq. 5)."""
     p = X.shape[1]
-    base = gaussian_logpdf_masked(X, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
+    base = gaussian_logpdf_masked(X, delta, cholesky(Omega), jnp.ones(p, bool))
     return jax.vmap(lambda m: base - gaussian_logpdf_masked(X, delta, masked_cholesky(Omega, m), m), out_axes=1)(masks)
 
 

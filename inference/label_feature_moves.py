@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import betaln, logsumexp
 
 from zoo.inference.collapsed_niw import (concept_delta_terms, concept_niw_prior, delta_collapsed_log_density,
@@ -15,14 +14,15 @@ from zoo.inference.collapsed_niw import (concept_delta_terms, concept_niw_prior,
                                          niw_log_marginal, niw_posterior, sample_beta, sample_masked_inverse_wishart,
                                          sample_niw_masked, suffstats)
 from zoo.inference.label_feature_state import GibbsState, RegionProblem, concept_masks_of, concept_suffstats
+from zoo.inference.linalg import cho_solve, cholesky, solve_lower_transpose, spd_inverse
 
 __all__ = ["label_step", "temporary_concept_params", "unit_concept_loglik", "sample_labels_constrained",
            "alpha_step", "omega_log_target", "omega_step", "delta_omega_step"]
 
 
 def _omega_factors(Omega):
-    L = jnp.linalg.cholesky(Omega)
-    return jax.scipy.linalg.cho_solve((L, True), jnp.eye(Omega.shape[-1])), 2.0 * jnp.sum(jnp.log(jnp.diagonal(L)))
+    L = cholesky(Omega)
+    return cho_solve(L, jnp.eye(Omega.shape[-1])), 2.0 * jnp.sum(jnp.log(jnp.diagonal(L)))
 
 
 def omega_log_target(problem: RegionProblem, stats, M, Omega):
@@ -67,7 +67,7 @@ def omega_step(problem: RegionProblem, state: GibbsState, key):
     Omega, _, accepted = jax.lax.fori_loop(0, n_steps, body, (state.Omega, current, jnp.asarray(0.0)))
     _, terms, Omega_inv = omega_log_target(problem, stats, state.M, Omega)
     mean, L = delta_conditional(terms, problem.delta_omega_prior, Omega_inv)
-    delta = mean + solve_triangular(L.T, jax.random.normal(k_delta, (p,)), lower=False)
+    delta = mean + solve_lower_transpose(L, jax.random.normal(k_delta, (p,)))
     return state._replace(delta=delta, Omega=Omega), accepted / jnp.maximum(n_steps, 1)
 
 
@@ -90,7 +90,7 @@ def unit_concept_loglik(X, masks, mu, Sigma, delta, Omega, shared_mask=False):
     ``shared_mask`` (FULL, FS: every row of ``masks`` the same): the conditional factor of the irrelevant features
     is the same for every concept, so it is evaluated once."""
     p = X.shape[1]
-    base = gaussian_logpdf_masked(X, delta, jnp.linalg.cholesky(Omega), jnp.ones(p, bool))
+    base = gaussian_logpdf_masked(X, delta, cholesky(Omega), jnp.ones(p, bool))
     cond_of = lambda m: gaussian_logpdf_masked(X, delta, masked_cholesky(Omega, m), m)
     shared = cond_of(masks[0]) if shared_mask else None
 
@@ -169,7 +169,7 @@ def _complete(X, Y, masks, z, Omega):
     One inverse per concept (K+1 of them), then a mat-vec per unit."""
     def inverse(m):
         mm = m.astype(Omega.dtype)
-        return jnp.linalg.inv(masked_matrix(Omega, m)) * jnp.outer(mm, mm)   # Omega_MM^{-1}, zero off M
+        return spd_inverse(masked_matrix(Omega, m)) * jnp.outer(mm, mm)   # Omega_MM^{-1}, zero off M
     inv = jax.vmap(inverse)(masks)
     unit_masks = masks[Y]
     u = jnp.einsum("nij,nj->ni", inv[Y], (z - X) * unit_masks.astype(X.dtype))
@@ -180,13 +180,13 @@ def delta_omega_step(problem: RegionProblem, state: GibbsState, key):
     """Step 4 (CVFS): data augmentation (eq. 11) + conjugate NIW proposal + MH correction (see module doc)."""
     n, p = problem.X.shape
     k_aug, k_sigma, k_mu, k_acc = jax.random.split(key, 4)
-    z = state.delta + jax.random.normal(k_aug, (n, p)) @ jnp.linalg.cholesky(state.Omega).T
+    z = state.delta + jax.random.normal(k_aug, (n, p)) @ cholesky(state.Omega).T
     prior = problem.delta_omega_prior
     full = jnp.ones(p, bool)
     stats_old = suffstats(_complete(problem.X, state.Y, state.M, z, state.Omega))
     post = niw_posterior(prior, *stats_old)
     omega_new = _sample_iw_full(k_sigma, post)
-    delta_new = post.mean + jnp.linalg.cholesky(omega_new) @ jax.random.normal(k_mu, (p,)) / jnp.sqrt(post.rho)
+    delta_new = post.mean + cholesky(omega_new) @ jax.random.normal(k_mu, (p,)) / jnp.sqrt(post.rho)
     stats_new = suffstats(_complete(problem.X, state.Y, state.M, z, omega_new))
     # log r = sum log phi(x*(Omega'); theta') + sum log phi(x*(Omega'); theta) + log m(x*(Omega))
     #       - sum log phi(x*(Omega); theta) - sum log phi(x*(Omega); theta') - log m(x*(Omega')), m = NIW marginal

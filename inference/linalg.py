@@ -22,7 +22,8 @@ from jax import lax
 
 __all__ = ["ActiveSet", "active_set_from_mask", "slot_mask", "birth_terms", "apply_birth", "apply_death",
            "active_gram", "dense_inverse", "cholesky_lower", "solve_lower", "solve_lower_transpose",
-           "triangular_inverse_lower"]
+           "triangular_inverse_lower", "cholesky", "cho_solve", "logdet_from_cholesky", "inverse_from_cholesky", "spd_logdet", "spd_inverse",
+           "spd_solve"]
 
 
 class ActiveSet(NamedTuple):
@@ -48,7 +49,7 @@ def dense_inverse(gram: jnp.ndarray, aset: ActiveSet) -> jnp.ndarray:
     """(K_max, K_max) fresh inverse of A_aa (identity-padded, then re-zeroed): the reference for tests and init."""
     m = slot_mask(aset)
     block = active_gram(gram, aset) + jnp.diag(jnp.where(m, 0.0, 1.0))
-    inv = jnp.linalg.inv(block)
+    inv = spd_inverse(block)       # A_aa + identity padding: symmetric positive definite (eps ridge)
     return jnp.where(m[:, None] & m[None, :], inv, 0.0)
 
 
@@ -107,13 +108,29 @@ def apply_death(aset: ActiveSet, slot: jnp.ndarray) -> ActiveSet:
     return ActiveSet(members=members, slot_of=slot_of, count=last, inverse=inv)
 
 
-# --- small dense factorizations in plain JAX ------------------------------------------------------------------
-# For the K_max x K_max systems of the collapsed beta move (and the p x p inverses of ``collapsed_niw``). Not
-# jnp.linalg / jax.scipy.linalg: on the CPU those are LAPACK custom calls that, batched under vmap (thousands of
-# chains in the joint-distribution tests), split the batch over the runtime's thread pool; two of them in flight
-# at once deadlocked JAX 0.10.2 on 2 cores (potrf and getrf both waiting in ParallelBatchMap). These loops compile
-# to ordinary batched HLO, unrolled for small n (a CPU while-loop iteration costs about as much as one of these
-# tiny steps).
+# --- dense factorizations in plain JAX (why: jaxlib 0.10.2's LAPACK kernels can deadlock the CPU runtime) -------
+# Every jnp.linalg / jax.scipy.linalg routine that factorizes (cholesky, solve, inv, slogdet, det, cho_solve,
+# lu_factor, solve_triangular, eigh, qr, svd) lowers on the CPU to a LAPACK FFI custom call (lapack_dpotrf_ffi,
+# lapack_dgetrf_ffi, lapack_dtrsm_ffi, ...). In jaxlib 0.10.2 each of these kernels takes XLA's intra-op thread pool
+# and hands a batched call to jax::ParallelBatchMap, which schedules the batch's pieces on that same pool and then
+# blocks the calling thread in absl::BlockingCounter::Wait. When the kernel itself already runs on a pool thread
+# (XLA's thunk executor runs independent thunks of one program on the pool; PjRt runs an executable whose inputs are
+# still being computed on the pool once they are ready) and as many such calls are in flight as the pool has
+# threads (2 on a 2-core machine), every pool thread waits for pieces that no thread is left to run: 0 % CPU,
+# forever. gdb on the stalled carbonetto03 fit (issue 17) showed exactly that: both tf_XLAEigen workers in
+# BlockingCounter::Wait <- ParallelBatchMap, one under lapack_dpotrf_ffi, one under lapack_dgetrf_ffi. Neither
+# --xla_cpu_multi_thread_eigen=false nor synchronous dispatch helps (the pool is XLA's, not Eigen's), and
+# jaxlib 0.11 compiles the parallel path out of open-source builds. The essence of the reproduction:
+#     A = (52, 38, 38) SPD batch;  loop: jnp.linalg.cholesky(f(A)); jax.scipy.linalg.lu_factor(g(A))
+# with f, g still running when the two calls are dispatched. It is a race: in isolation (a loop of 300-2000
+# such pairs, batched or not, eager or in one jit, with inputs ready or pending, 52 or 1000 matrices) it did not
+# stall in any run here; the full fits did (carbonetto03 with 4 restarts on 1000 x 38, gustafson07.fs on
+# 7000 x 38, the stacks above). Which calls can deadlock: any batched one (batch > 1: explicit batches, and every call under vmap,
+# including a caller's vmap over chains or restarts); an unbatched call runs inline, but it becomes batched as soon
+# as anyone vmaps the code around it, so the zoo treats every LAPACK-backed call in inference/, models/ and
+# zoo/papers/ as forbidden (tests/test_no_lapack.py greps for them) and factorizes with the loops below, which
+# compile to ordinary HLO (no custom call, no pool). Unrolled for small n (a CPU while-loop iteration costs about
+# as much as one of these tiny steps).
 _UNROLL_UP_TO = 32
 
 
@@ -122,6 +139,7 @@ def _loop(n, body, init):
 
 def cholesky_lower(a: jnp.ndarray) -> jnp.ndarray:
     """(n, n) lower L with L L' = a, column by column (O(n^3)); NaN where a is not positive definite."""
+    a = jnp.asarray(a)
     n = a.shape[-1]
     idx = jnp.arange(n)
 
@@ -151,8 +169,8 @@ def triangular_inverse_lower(low: jnp.ndarray) -> jnp.ndarray:
 
 
 def solve_lower(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-    """x with L x = b (forward substitution), b (n,)."""
-    b = jnp.asarray(b)
+    """x with L x = b (forward substitution), b (n,) or (n, k)."""
+    low, b = jnp.asarray(low), jnp.asarray(b)
     n = b.shape[0]
 
     def step(i, x):
@@ -162,8 +180,8 @@ def solve_lower(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
 
 
 def solve_lower_transpose(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
-    """x with L' x = b (back substitution), b (n,)."""
-    b = jnp.asarray(b)
+    """x with L' x = b (back substitution), b (n,) or (n, k)."""
+    low, b = jnp.asarray(low), jnp.asarray(b)
     n = b.shape[0]
 
     def step(t, x):
@@ -171,3 +189,42 @@ def solve_lower_transpose(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
         return x.at[i].set((b[i] - low[:, i] @ x) / low[i, i])  # x_k = 0 for k <= i still
 
     return _loop(n, step, jnp.zeros_like(b))
+
+
+def cholesky(a: jnp.ndarray) -> jnp.ndarray:
+    """(..., n, n) lower Cholesky factor of the symmetric part of a (as LAPACK-backed JAX does: it symmetrizes
+    its input), batched over the leading axes; NaN where a is not positive definite."""
+    a = 0.5 * (a + jnp.swapaxes(a, -1, -2))
+    return jnp.vectorize(cholesky_lower, signature="(n,n)->(n,n)")(a)
+
+
+def logdet_from_cholesky(low: jnp.ndarray) -> jnp.ndarray:
+    """(...,) log|A| = 2 sum log diag L from A's lower Cholesky factor L (..., n, n)."""
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(low, axis1=-2, axis2=-1)), axis=-1)
+
+
+def inverse_from_cholesky(low: jnp.ndarray) -> jnp.ndarray:
+    """(..., n, n) A^{-1} = L^{-T} L^{-1} from A's lower Cholesky factor L (..., n, n): ``triangular_inverse_lower``
+    and a product (8 matrices of p = 16: cho_solve on the identity took 21-36 us, this 6.5-9 us)."""
+    w = triangular_inverse_lower(low)
+    return jnp.einsum("...ki,...kj->...ij", w, w)
+
+
+def cho_solve(low: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """x with L L' x = b for one lower factor L (n, n) and b (n,) or (n, k) (forward then back substitution)."""
+    return solve_lower_transpose(low, solve_lower(low, b))
+
+
+def spd_logdet(a: jnp.ndarray) -> jnp.ndarray:
+    """(...,) log|a| of symmetric positive definite a (..., n, n), via ``cholesky``."""
+    return logdet_from_cholesky(cholesky(a))
+
+
+def spd_inverse(a: jnp.ndarray) -> jnp.ndarray:
+    """(..., n, n) a^{-1} = L^{-T} L^{-1} of symmetric positive definite a (..., n, n)."""
+    return inverse_from_cholesky(cholesky(a))
+
+
+def spd_solve(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """x with a x = b for symmetric positive definite a (..., n, n) and b (..., n, k) (batched as matmul)."""
+    return spd_inverse(a) @ b
