@@ -189,11 +189,12 @@ def log_marginal_gamma(gamma: jnp.ndarray, gram: jnp.ndarray, b: jnp.ndarray, de
     log B(K + a, N - K + b) - K/2 log(1 + delta2) + c/2 Q(gamma).
     """
     from jax.scipy.special import betaln
+    from zoo.inference.linalg import spd_solve   # not LAPACK: see inference/linalg.py
     n = gamma.shape[0]
     k = jnp.sum(gamma)
     mask = gamma.astype(bool)
     block = jnp.where(mask[:, None] & mask[None, :], gram, 0.0) + jnp.diag(jnp.where(mask, 0.0, 1.0))
     b_a = jnp.where(mask, b, 0.0)
-    q = b_a @ jnp.linalg.solve(block, b_a)
+    q = b_a @ spd_solve(block, b_a)
     c = delta2 / (1.0 + delta2)
     return betaln(k + prior_a, n - k + prior_b) - 0.5 * k * jnp.log1p(delta2) + 0.5 * c * q

@@ -21,6 +21,8 @@ import numpyro.distributions as dist
 from jax.scipy.special import gammaln, multigammaln
 from numpyro.distributions import constraints
 
+from zoo.inference.linalg import cholesky, spd_inverse, spd_logdet, spd_solve   # not LAPACK: inference/linalg.py
+
 __all__ = ["InverseWishart", "ImproperInverseGamma", "default_priors", "shrinkage_mixture", "translation_model"]
 
 
@@ -43,9 +45,9 @@ class InverseWishart(dist.Distribution):
 
     def log_prob(self, value):
         dim = self.event_shape[-1]
-        _, logdet_scale = jnp.linalg.slogdet(self.scale)
-        _, logdet_value = jnp.linalg.slogdet(value)
-        trace = jnp.trace(jnp.linalg.solve(value, jnp.broadcast_to(self.scale, value.shape)), axis1=-2, axis2=-1)
+        logdet_scale = spd_logdet(self.scale)
+        logdet_value = spd_logdet(value)
+        trace = jnp.trace(spd_solve(value, jnp.broadcast_to(self.scale, value.shape)), axis1=-2, axis2=-1)
         return (0.5 * self.df * logdet_scale - 0.5 * self.df * dim * jnp.log(2.0)
                 - multigammaln(0.5 * self.df, dim) - 0.5 * (self.df + dim + 1.0) * logdet_value - 0.5 * trace)
 
@@ -58,10 +60,10 @@ class InverseWishart(dist.Distribution):
         chi2 = 2.0 * jax.random.gamma(key_chi, jnp.broadcast_to(0.5 * dof, shape + (dim,)))
         lower = jnp.tril(jax.random.normal(key_normal, shape + (dim, dim)), -1)
         A = lower + jnp.sqrt(chi2)[..., None] * jnp.eye(dim)
-        L = jnp.linalg.cholesky(jnp.linalg.inv(self.scale))
+        L = cholesky(spd_inverse(self.scale))
         LA = L @ A
         precision = LA @ jnp.swapaxes(LA, -1, -2)
-        return jnp.linalg.inv(precision)
+        return spd_inverse(precision)
 
 
 class ImproperInverseGamma(dist.Distribution):
