@@ -71,3 +71,20 @@ def test_ecdf_test_has_about_its_nominal_size():
     rng = np.random.default_rng(1)
     p = [ecdf_test(rng.integers(0, 100, 200), 99, n_sim=500, seed=i)[1] for i in range(60)]
     assert 0.0 <= np.mean(np.array(p) < 0.1) <= 0.25      # 10 % nominal; binomial(60, 0.1) sd ~ 4 %
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["supervised", "constraint", "measurement", "hybrid"])
+def test_kueck04_blocked_gibbs_is_calibrated(variant):
+    """The full SBC of kueck04's default sampler on the 6-instance problem (zoo.experiments.sbc)."""
+    from zoo.experiments.sbc import kueck04_sbc
+    result = kueck04_sbc(variant, n_sims=300)
+    assert result.passed(), result.p_ecdf
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["full", "fs", "cvfs"])
+def test_gustafson07_collapsed_gibbs_is_calibrated(variant):
+    from zoo.experiments.sbc import gustafson07_sbc
+    result = gustafson07_sbc(variant, n_sims=100)
+    assert result.passed(), result.p_ecdf

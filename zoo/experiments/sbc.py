@@ -8,7 +8,8 @@ Run here, on small problems simulated from each model's NumPyro program:
   z_0.
 - gustafson07.{full, fs, cvfs}, default ``collapsed_gibbs``: the program ``feature_selection_model`` on a fixed
   layout (6 images, 3 keywords, 2-4 regions each, p = 3), labels drawn uniformly under the coverage constraint,
-  everything else from the program; the collapsed sweep (``run_gibbs``) on the raw features with FULL/FS's
+  everything else from the program; the collapsed sweep (``gibbs_step``, all simulations in one vmapped run) on
+  the raw features with FULL/FS's
   (delta, Omega) at the program's values (0, I). zoo.fit's FS plugs the sample mean and covariance in (Sec. 4, an
   empirical-Bayes choice): that choice is not what SBC checks here. Quantities: the number of units labelled
   garbage, the label of unit 0, and (FS/CVFS) the number of included indicators.
@@ -43,7 +44,7 @@ def _kueck_setup(variant: str):
     """(kwargs of kernel_mil_program, MILConfig, problem_for(label, fraction), psi) on the 6-instance problem."""
     import jax.numpy as jnp
     import numpyro.distributions as dist
-    from zoo.inference.mil_gibbs import MILConfig, MILProblem
+    from zoo.inference.mil_gibbs import MILConfig, MILHyper, MILProblem
     from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
     from zoo.models.kernel_mil import LABEL_FREE, gram_matrix
     X = jnp.array([[0.0, 0.0], [1.0, 0.3], [2.0, -0.5], [-1.0, 1.0], [0.5, -1.5], [-1.5, -0.5]])
@@ -62,13 +63,15 @@ def _kueck_setup(variant: str):
     family = jnp.zeros(n_groups, jnp.int64) if has_labels else jnp.full(n_groups, LABEL_FREE)
     kwargs = dict(psi=psi, gram=gram, group_index=layout.index, group_valid=layout.valid, label_family=family,
                   chi=chi, prior_tau=dist.Beta(1.0, 1.0), prior_delta2=dist.InverseGamma(2.0, 2.0))
-    config = MILConfig(prior_a=1.0, prior_b=1.0, delta2_alpha=2.0, delta2_beta=2.0, delta2_init=2.0 / 3.0,
-                       capacity=6, n_init_active=2, ridge=ridge, store_z=True)
+    config = MILConfig(capacity=6, n_init_active=2, store_z=True)
+    # Beta(1, 1) on tau, IG(2, 2) on delta2 (the program's priors above), delta2 started at its prior mode
+    hyper = MILHyper(*(jnp.asarray(v) for v in (1.0, 1.0, 2.0, 2.0, 2.0 / 3.0)))
 
     def problem_for(label, fraction):
         log_w = measurement_log_weight(fraction, layout.size, chi, group_size) if chi else None
         kind = label if has_labels else jnp.full(n_groups, LABEL_FREE)
-        return MILProblem(psi=psi, gram=gram, layout=layout, kind=kind, log_weight=log_w)
+        return MILProblem(psi=psi, gram=gram, layout=layout, kind=kind, log_weight=log_w, ridge=jnp.asarray(ridge),
+                          dp_groups=None, psi_t=None, hyper=hyper)
     return kwargs, config, problem_for, psi
 
 
@@ -157,7 +160,8 @@ def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws:
     import zoo
     from zoo.data import AnnotatedRegions
     from zoo.inference.driver import FAST_COMPILE_OPTIONS
-    from zoo.inference.label_feature_gibbs import run_gibbs
+    from zoo.inference.driver import next_key
+    from zoo.inference.label_feature_gibbs import gibbs_step, init_chain
     from zoo.models.feature_selection import feature_selection_model
     from zoo.papers.gustafson07 import region_arrays, region_problem
     allowed, kw = _layout()
@@ -179,19 +183,32 @@ def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws:
     vocabulary = ["w0", "w1", "w2"]
     keywords = [[vocabulary[w] for w in words] for words in KEYWORDS]
 
+    data0 = AnnotatedRegions(X=np.zeros((len(IMAGES), P)), image_ids=IMAGES, keywords=keywords,
+                             vocabulary=vocabulary, allow_unannotated=True)
+    # the problem's structure from the layout; X is swapped per simulation (raw features: the program's scale)
+    base = region_problem(spec, region_arrays(data0, mean=np.zeros(P), scale=np.ones(P)))
+    base = base._replace(delta0=jnp.zeros(P), Omega0=jnp.eye(P))   # FULL/FS: the program's fixed values (0, I)
+
+    def chain(key, X):
+        problem = base._replace(X=X)
+        state, k = init_chain(problem, variant, key, warmup)
+
+        def sweep(carry, _):
+            k, s = carry
+            s, _ = gibbs_step(k, s, problem, variant)
+            return (next_key(k), s), None
+        carry, _ = jax.lax.scan(sweep, (k, state), None, length=warmup)
+
+        def draw(carry, _):
+            carry, _ = jax.lax.scan(sweep, carry, None, length=thin)
+            return carry, (carry[1].Y, carry[1].M)
+        _, (Y, M) = jax.lax.scan(draw, carry, None, length=n_draws)
+        return {"Y": Y, "M": M}
+
+    run_chains = jax.jit(jax.vmap(chain), compiler_options=FAST_COMPILE_OPTIONS)
+
     def posterior(key, X):
-        draws = []
-        for s, k in enumerate(jax.random.split(key, X.shape[0])):
-            data = AnnotatedRegions(X=X[s], image_ids=IMAGES, keywords=keywords, vocabulary=vocabulary,
-                                    allow_unannotated=True)
-            arrays = region_arrays(data, mean=np.zeros(P), scale=np.ones(P))
-            problem = region_problem(spec, arrays)
-            if variant != "cvfs":      # the program's fixed (delta, Omega), not zoo.fit's plug-in
-                problem = problem._replace(delta0=jnp.zeros(P), Omega0=jnp.eye(P))
-            out, _ = run_gibbs(problem, variant, k, num_chains=1, num_warmup=warmup, num_samples=n_draws,
-                               thinning=thin, collect=("Y", "M"), chunk=25, fast_compile=True)
-            draws.append({"Y": np.asarray(out["Y"][0]), "M": np.asarray(out["M"][0])})
-        return {name: np.stack([d[name] for d in draws]) for name in draws[0]}
+        return run_chains(jax.random.split(key, X.shape[0]), jnp.asarray(X))
 
     def quantities(v):
         Y = np.asarray(v["Y"])
@@ -211,11 +228,12 @@ def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws:
 def run_all(fast: bool = False) -> dict:
     """model id -> SBCResult (or the reason it was not run)."""
     results = {}
-    n_kueck, n_gus = (60, 30) if fast else (300, 100)
+    kueck = dict(n_sims=60) if fast else dict(n_sims=300)
+    gus = dict(n_sims=30, warmup=100, n_draws=19, thin=2) if fast else dict(n_sims=100)
     for variant in ("supervised", "constraint", "measurement", "hybrid"):
-        results[f"kueck04.{variant}"] = kueck04_sbc(variant, n_sims=n_kueck)
+        results[f"kueck04.{variant}"] = kueck04_sbc(variant, **kueck)
     for variant in ("full", "fs", "cvfs"):
-        results[f"gustafson07.{variant}"] = gustafson07_sbc(variant, n_sims=n_gus)
+        results[f"gustafson07.{variant}"] = gustafson07_sbc(variant, **gus)
     results.update(NOT_RUN)
     return results
 
@@ -239,5 +257,6 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
             items.append(Figure(f"SBC {model_id}", path, caption=f"{res.method}: ECDF of ranks minus uniform"))
     report.add(Section("SBC", items, seconds=time.perf_counter() - t0))
     if fast:
-        report.notes.append("--fast: fewer simulations (kueck04 60, gustafson07 30; full: 300 and 100)")
+        report.notes.append("--fast: fewer simulations and shorter chains (kueck04 60 simulations; gustafson07 30 "
+                            "simulations of 100 + 19 x 2 sweeps; full: 300 and 100 simulations, 200 + 49 x 4)")
     return report
