@@ -95,7 +95,7 @@ def test_supervised_and_clustered_predictions():
     assert np.isfinite(clu.state.free_energy).all()
     z = clu.predict(Matrix(X_const)).cluster_proba
     assert z.shape == (60, 2) and np.allclose(z.sum(1), 1.0)
-    assert clu.idata.posterior["cluster_proba"].shape == (2, 1, 60, 2)
+    assert clu.idata.variational_parameters["cluster_proba"].shape == (2, 60, 2)
 
 
 def test_monte_carlo_rule_matches_enumeration():

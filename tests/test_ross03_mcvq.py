@@ -249,12 +249,15 @@ def test_recovers_dimension_to_vq_assignment(simulated_fit):
 def test_fit_outputs_and_reproducibility(simulated_fit):
     fit, X, _ = simulated_fit
     idata = fit.idata
-    assert set(idata.groups()) >= {"posterior", "sample_stats", "log_likelihood_at_estimate", "observed_data"}
-    assert idata.posterior["mu"].shape == (4, 1, 12, 3, 3)
+    assert set(idata.groups()) >= {"posterior", "sample_stats", "log_likelihood", "observed_data",
+                                   "variational_parameters"}
+    assert idata.posterior["mu"].shape == (4, 100, 12, 3, 3) and idata.posterior["r"].shape == (4, 100, 12)
     F = idata.sample_stats["free_energy"].values[:, 0]
     assert F.shape == (4, 30) and np.isfinite(F).all()
-    assert idata.log_likelihood_at_estimate["x"].shape == (4, 1, 250)
-    assert np.isfinite(fit.summary().values.astype(float)).all()
+    assert idata.log_likelihood["x"].shape == (4, 100, 250)
+    summary = fit.summary()
+    assert (summary["q"] == "point estimate").all()      # b, the headline, is a point estimate of the method
+    assert np.isfinite(summary[["mean", "sd"]].values.astype(float)).all()
     pred = fit.predict(Matrix(X[250:]))
     assert pred.reconstruction.shape == (50, 12) and pred.state_proba.shape == (50, 3, 3)
     np.testing.assert_allclose(pred.state_proba.sum(-1), 1.0)
@@ -279,3 +282,29 @@ def test_missing_entries_take_no_part(simulated_fit):
     np.testing.assert_array_equal(f1.state.free_energy, f2.state.free_energy)
     p = f1.predict(Matrix(X[:250], mask))
     assert np.isfinite(p.reconstruction[~mask]).all()
+
+
+def test_posterior_holds_draws_of_q_and_relabelled_vqs(simulated_fit):
+    """Variational EM: r and s are draws of each restart's q; mu, sigma, a, b are point estimates (the same in
+    every draw of a restart); the VQs, exchangeable between restarts, are relabelled beside the raw draws with r's
+    values and s's columns following the same permutation; az.loo reads chains x draws of q."""
+    import arviz as az
+
+    fit, _, _ = simulated_fit
+    post = fit.idata.posterior
+    assert fit.inference == "variational"
+    r, a = post["r"].values, post["a"].values                                  # (4, S, D), (4, S, D, K)
+    assert r.min() >= 0 and r.max() < 3 and post["s"].shape == (4, 100, 250, 3)
+    assert np.all(a == a[:, :1]) and "point estimate" in post["a"].attrs["q"]
+    g = fit.idata.variational_parameters["g"].values                          # (4, D, K): q(r) of each restart
+    assert np.all(np.take_along_axis(g[:, None], r[..., None], -1) > 0)       # every draw possible under q
+    r_rel, a_rel = post["r_relabelled"].values, post["a_relabelled"].values
+    # a relabelled VQ index picks the same value of a as the raw one did
+    np.testing.assert_array_equal(np.take_along_axis(a_rel, r_rel[..., None], -1),
+                                  np.take_along_axis(a, r[..., None], -1))
+    mu_rel = post["mu_relabelled"].values
+    assert np.array_equal(np.sort(mu_rel, axis=3), np.sort(post["mu"].values, axis=3))
+    loo = az.loo(fit.idata)
+    assert loo.n_samples == 400 and np.isfinite(loo.elpd_loo)
+    table = fit.diagnose(var_names=["b", "r"])
+    assert table.loc["b", "verdict"].startswith("point estimate") and table.attrs["inference"] == "variational"

@@ -85,8 +85,8 @@ def _matched_error(estimated, true):
 
 def test_lda_recovers_topics_of_data_simulated_from_the_program(lda_fit, synthetic):
     _, truth = synthetic
-    phi_b = lda_fit.idata.posterior["phi_b"].values[lda_fit.state.best_chain, 0]
-    phi_w = lda_fit.idata.posterior["phi_w"].values[lda_fit.state.best_chain, 0]
+    phi_b = lda_fit.idata.posterior["phi_b"].values[lda_fit.state.best_chain].mean(0)     # mean of q's draws
+    phi_w = lda_fit.idata.posterior["phi_w"].values[lda_fit.state.best_chain].mean(0)
     err_b, cols = _matched_error(phi_b, truth["phi_b"])
     err_w, _ = _matched_error(phi_w, truth["phi_w"])
     chance_b, _ = _matched_error(np.full_like(phi_b, 1.0 / phi_b.shape[1]), truth["phi_b"])
@@ -98,7 +98,7 @@ def test_hdp_recovers_topics(hdp_fit, synthetic):
     _, truth = synthetic
     beta = hdp_fit.state.beta
     np.testing.assert_allclose(beta.sum(), 1.0)
-    phi_b = hdp_fit.idata.posterior["phi_b"].values[hdp_fit.state.best_chain, 0]   # 6 factors, 3 true ones
+    phi_b = hdp_fit.idata.posterior["phi_b"].values[hdp_fit.state.best_chain].mean(0)   # 6 factors, 3 true ones
     err_b, _ = _matched_error(phi_b, truth["phi_b"])
     chance_b, _ = _matched_error(np.full_like(phi_b, 1.0 / phi_b.shape[1]), truth["phi_b"])
     assert err_b < 0.25 * chance_b
@@ -107,15 +107,57 @@ def test_hdp_recovers_topics(hdp_fit, synthetic):
 def test_fit_objects_are_complete_inference_data(lda_fit, hdp_fit):
     for fit, head in ((lda_fit, "topic_weight"), (hdp_fit, "beta")):
         idata = fit.idata
-        # point estimates: the log likelihood at each restart's estimate is kept apart from az.loo's group
-        assert {"posterior", "sample_stats", "log_likelihood_at_estimate", "observed_data"} <= set(idata.groups())
-        assert "log_likelihood" not in idata.groups()
+        # variational: draws of q in posterior, their pointwise log likelihood where az.loo finds it
+        assert fit.inference == "variational" and idata.posterior.attrs["zoo_inference"] == "variational"
+        assert {"posterior", "sample_stats", "log_likelihood", "observed_data",
+                "variational_parameters"} <= set(idata.groups())
         trace = idata.sample_stats["objective"].values
         assert trace.shape[:2] == (2, 1) and np.all(np.diff(trace, axis=-1) >= -1e-9 * np.abs(trace).max())
-        assert np.all(np.isfinite(idata.log_likelihood_at_estimate["words"].values))
+        assert idata.log_likelihood["words"].shape == (2, 100, 300)
+        assert np.all(np.isfinite(idata.log_likelihood["words"].values))
         summary = fit.summary()
         assert any(str(i).startswith(head) for i in summary.index)
+        assert "r_hat_restarts" in summary.columns and "r_hat" not in summary.columns
         assert fit.state.final_elbo[fit.state.best_chain] == trace[:, 0, -1].max()
+
+
+def test_posterior_holds_draws_of_the_fitted_q(lda_fit, hdp_fit):
+    """Draws of q: they vary within a restart, their mean is q's mean lambda / sum(lambda) within Monte Carlo
+    error, and az.loo reads all chains x draws (not the restarts)."""
+    import arviz as az
+
+    fit = lda_fit
+    best = fit.state.best_chain
+    draws = fit.idata.posterior["phi_b"].values[best]                          # (S, K, V)
+    lam = fit.idata.variational_parameters["lambda_b"].values[best]            # (K, V)
+    assert draws.std(axis=0).max() > 0
+    mean = lam / lam.sum(-1, keepdims=True)
+    sd = np.sqrt(mean * (1 - mean) / (lam.sum(-1, keepdims=True) + 1))        # Dirichlet marginal sd
+    assert np.all(np.abs(draws.mean(0) - mean) <= 5 * sd / np.sqrt(draws.shape[0]) + 1e-12)
+    loo = az.loo(fit.idata, var_name="words")
+    assert loo.n_samples == 2 * 100 and np.isfinite(loo.elpd_loo)
+    # beta is a point estimate of the HDP's method: the same in each draw, and said so
+    beta = hdp_fit.idata.posterior["beta"].values
+    assert np.all(beta == beta[:, :1]) and "point estimate" in hdp_fit.idata.posterior["beta"].attrs["q"]
+    table = hdp_fit.diagnose(var_names=["beta", "topic_weight"])
+    assert table.loc["beta", "verdict"].startswith("point estimate")
+    assert "variational" in table.loc["topic_weight", "verdict"] or "restarts disagree" in table.loc[
+        "topic_weight", "verdict"]
+
+
+def test_topics_relabelled_beside_the_raw_draws(lda_fit):
+    """Topics switch labels between restarts: <site>_relabelled aligns them (zoo.relabel), so the restarts of a
+    well-identified synthetic problem agree after relabelling while the raw labels need not."""
+    post = lda_fit.idata.posterior
+    for site in ("phi_w", "phi_b", "topic_weight"):
+        assert f"{site}_relabelled" in post and post[f"{site}_relabelled"].shape == post[site].shape
+    raw, aligned = post["phi_b"].values.mean(1), post["phi_b_relabelled"].values.mean(1)   # (restart, K, V)
+    assert np.abs(aligned[0] - aligned[1]).max() < 0.1
+    # the relabelled draws are the raw ones with the factors permuted, per draw
+    assert np.array_equal(np.sort(post["phi_b_relabelled"].values, axis=2), np.sort(post["phi_b"].values, axis=2))
+    assert raw.shape == aligned.shape
+    table = lda_fit.diagnose()
+    assert table.loc["topic_weight", "r_hat_restarts"] < 1.05
 
 
 def test_predictions_from_visual_words(hdp_fit, synthetic):

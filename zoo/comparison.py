@@ -7,7 +7,8 @@ restart with the best final objective, S = 1), with ``p(y_i | theta)`` the model
 of held-out point i (``numpyro.infer.util.log_likelihood`` on the program with the registry's ``program_args``
 for the held-out data). The table, best first: ``elpd_heldout`` = sum_i lpd_i and its standard error
 ``sqrt(n var(lpd_i))``, the difference to the best fit and its standard error from the pointwise differences,
-and for fits with real posterior draws (inference "mcmc") and a ``log_likelihood`` group PSIS-LOO on the training
+and for fits with real draws (inference "mcmc", or "variational": draws of q, restarts pooled, which PSIS-LOO
+takes for posterior draws; the warning column says so) and a ``log_likelihood`` group PSIS-LOO on the training
 data (``az.loo``: elpd_loo, p_loo, the largest Pareto k and "Pareto k > 0.7" when a k exceeds 0.7).
 """
 from __future__ import annotations
@@ -103,9 +104,10 @@ def heldout_log_density(name: str, fit: Fit, data) -> np.ndarray:
 
 
 def _loo_columns(fit: Fit) -> dict[str, Any]:
-    """PSIS-LOO of a fit with real posterior draws and a ``log_likelihood`` group (NaN otherwise)."""
+    """PSIS-LOO of a fit with real draws (MCMC, or draws of a variational q) and a ``log_likelihood`` group (NaN
+    otherwise). For draws of q it treats q as the posterior (restarts pooled); the warning column says so."""
     blank = {"elpd_loo": np.nan, "se_loo": np.nan, "p_loo": np.nan, "pareto_k_max": np.nan, "warning": ""}
-    if fit.inference != "mcmc" or "log_likelihood" not in fit.idata.groups():
+    if fit.inference not in ("mcmc", "variational") or "log_likelihood" not in fit.idata.groups():
         return blank
     names = list(fit.idata.log_likelihood.data_vars)
     if len(names) != 1:
@@ -114,9 +116,11 @@ def _loo_columns(fit: Fit) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         loo = az.loo(fit.idata, pointwise=True, var_name=names[0])
     k_max = float(np.nanmax(np.asarray(loo.pareto_k)))
+    notes = [f"Pareto k > {PARETO_K_THRESHOLD}"] if k_max > PARETO_K_THRESHOLD else []
+    if fit.inference == "variational":
+        notes.append("PSIS-LOO on draws of q (q taken for the posterior)")
     return {"elpd_loo": float(loo.elpd_loo), "se_loo": float(loo.se), "p_loo": float(loo.p_loo),
-            "pareto_k_max": k_max,
-            "warning": f"Pareto k > {PARETO_K_THRESHOLD}" if k_max > PARETO_K_THRESHOLD else ""}
+            "pareto_k_max": k_max, "warning": "; ".join(notes)}
 
 
 def _model_kind(name: str, fit: Any) -> str:
@@ -151,7 +155,8 @@ def compare(fits: Mapping[str, Fit], data) -> pd.DataFrame:
     Returns a DataFrame indexed by fit name, best first, with columns rank, method, inference, n_draws (draws
     averaged: 1 for a point estimate), elpd_heldout, se (its standard error), elpd_diff and dse (difference to
     the best and its standard error, from the pointwise differences), n_heldout, and PSIS-LOO on the training
-    data where a fit has MCMC draws and a log_likelihood group: elpd_loo, se_loo, p_loo, pareto_k_max, warning
+    data where a fit has MCMC or variational draws and a log_likelihood group: elpd_loo, se_loo, p_loo,
+    pareto_k_max, warning
     ("Pareto k > 0.7"). ValueError naming the fit for a model without a NumPyro program or held-out data it does
     not take, and for fits of models that take different kinds of data."""
     _check_fits(fits)

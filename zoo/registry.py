@@ -105,12 +105,13 @@ _MODELS: dict[str, ModelEntry] = {}
 
 def register_model(id: str, *, paper: str, title: str, build: Callable, data_kind: str, default_method: str,
                    program_args: Callable | None = None, prior_sites: tuple = (), headline: tuple = (),
-                   generic_predictor: Callable | None = None, exchangeable: Mapping[str, int] | None = None
+                   generic_predictor: Callable | None = None, exchangeable: Mapping[str, Any] | None = None
                    ) -> ModelEntry:
     """Register a model id. With ``program_args`` the generic methods (nuts, svi, map) are registered too;
     ``generic_predictor(fit, data)`` gives them predictions; ``headline`` names the sites ``Fit.summary`` shows;
     ``exchangeable`` maps the sites whose components can switch labels to their component axis (after chain and
-    draw): draws of those sites are relabelled (``zoo.relabel``) and stored beside the raw ones."""
+    draw): draws of those sites are relabelled (``zoo.relabel``) and stored beside the raw ones (``_add_relabelled``
+    also takes sites carried along and sites whose values are component labels)."""
     if id in _MODELS:
         raise ValueError(f"model id {id!r} is registered twice")
     if "." not in id:
@@ -196,14 +197,25 @@ def mark_inference(fit, kind: str | None) -> None:
         set_aside_point_log_likelihood(fit.idata)
 
 
-def _add_relabelled(fit, exchangeable: Mapping[str, int]) -> None:
-    """``<site>_relabelled`` beside each exchangeable site of a fit with draws (not for point estimates)."""
+def _add_relabelled(fit, exchangeable: Mapping[str, Any]) -> None:
+    """``<site>_relabelled`` beside each exchangeable site of a fit with draws (not for point estimates).
+
+    ``exchangeable`` maps a site to its component axis (an int, after chain and draw): the site's components are
+    matched across draws (``zoo.relabel.relabel_draws``); or to ``("carry", axis)``: the site's axis is reordered
+    with the others but takes no part in the matching (e.g. discrete states per component); or to ``"labels"``:
+    the site's values are component indices, mapped through the same permutations (e.g. which VQ a dimension
+    selected)."""
     post = fit.idata.posterior
-    axes = {site: axis for site, axis in exchangeable.items() if site in post}
+    present = {site: how for site, how in exchangeable.items() if site in post}
+    axes = {site: how for site, how in present.items() if isinstance(how, int)}
     if not axes or fit.is_point_estimate:
         return
-    from zoo.relabel import relabel_draws
-    aligned, _ = relabel_draws({site: post[site].values for site in axes}, axes)
+    from zoo.relabel import apply_permutations, permute_labels, relabel_draws
+    aligned, perms = relabel_draws({site: post[site].values for site in axes}, axes)
+    carried = {site: how[1] for site, how in present.items() if isinstance(how, tuple) and how[0] == "carry"}
+    aligned.update(apply_permutations({site: post[site].values for site in carried}, carried, perms))
+    aligned.update({site: permute_labels(post[site].values, perms) for site, how in present.items()
+                    if how == "labels"})
     for site, values in aligned.items():
         post[f"{site}_relabelled"] = (post[site].dims, values)
         post[f"{site}_relabelled"].attrs["note"] = f"{site} with components aligned across draws (zoo.relabel)"

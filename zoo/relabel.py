@@ -17,7 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
-__all__ = ["relabel_draws", "component_features"]
+__all__ = ["relabel_draws", "component_features", "permute_labels", "apply_permutations"]
 
 
 def component_features(draws: Mapping[str, np.ndarray], axes: Mapping[str, int]) -> np.ndarray:
@@ -36,12 +36,23 @@ def _best_permutations(features: np.ndarray, reference: np.ndarray) -> np.ndarra
     """(n, K) permutations: row i lists, for each reference component k, the component of draw i assigned to it."""
     from scipy.optimize import linear_sum_assignment
 
-    cost = ((features[:, :, None, :] - reference[None, None, :, :]) ** 2).sum(-1)   # (n, K draw, K reference)
+    # squared distances |f|^2 + |r|^2 - 2 f.r: (n, K draw, K reference) without an (n, K, K, F) intermediate
+    cost = ((features ** 2).sum(-1)[:, :, None] + (reference ** 2).sum(-1)[None, None, :]
+            - 2.0 * np.einsum("nkf,jf->nkj", features, reference))
     perms = np.empty(features.shape[:2], dtype=np.int64)
     for i in range(features.shape[0]):
         rows, cols = linear_sum_assignment(cost[i])
         perms[i, cols] = rows
     return perms
+
+
+def permute_labels(labels: np.ndarray, perms: np.ndarray) -> np.ndarray:
+    """Component labels (chain, draw, ...) of a discrete site whose values index the components (e.g. which VQ a
+    dimension selected), mapped through ``perms`` (chain, draw, K) of ``relabel_draws``: raw label
+    ``perm[c, d, k]`` becomes k."""
+    inverse = np.argsort(perms, axis=-1)                                  # inverse[c, d, raw] = k
+    flat = np.asarray(labels).reshape(labels.shape[:2] + (-1,))
+    return np.take_along_axis(inverse, flat, axis=-1).reshape(labels.shape)
 
 
 def relabel_draws(draws: Mapping[str, np.ndarray], axes: Mapping[str, int], max_rounds: int = 20):
@@ -63,10 +74,15 @@ def relabel_draws(draws: Mapping[str, np.ndarray], axes: Mapping[str, int], max_
             break
         perms = new
     perms = perms.reshape(n_chain, n_draw, n_comp)
+    return apply_permutations(draws, axes, perms), perms
+
+
+def apply_permutations(draws: Mapping[str, np.ndarray], axes: Mapping[str, int], perms: np.ndarray) -> dict:
+    """Each site of ``axes`` with its component axis reordered by ``perms`` (chain, draw, K)."""
     out = {}
     for site, axis in axes.items():
         values = np.moveaxis(np.asarray(draws[site]), 2 + axis, 2)
         index = perms.reshape(perms.shape + (1,) * (values.ndim - 3))
         aligned = np.take_along_axis(values, np.broadcast_to(index, values.shape), axis=2)
         out[site] = np.moveaxis(aligned, 2, 2 + axis)
-    return out, perms
+    return out

@@ -21,11 +21,16 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="\\s*ArviZ is undergoing a major refactor", category=FutureWarning)
     import arviz as az
 
-__all__ = ["to_inference_data", "Fit", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood"]
+__all__ = ["to_inference_data", "Fit", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood",
+           "VARIATIONAL_PARAMETERS", "add_variational_parameters"]
 
 #: Where a point-estimate fit keeps its pointwise log likelihood (at each restart's estimate): not in
 #: ``log_likelihood``, so that ``az.loo`` and ``az.compare`` refuse it instead of treating restarts as draws.
 POINT_LOG_LIKELIHOOD = "log_likelihood_at_estimate"
+
+#: Where a variational fit keeps the parameters of its fitted q per restart (chain, ...): q's draws are in
+#: ``posterior``; these are what the draws were drawn from.
+VARIATIONAL_PARAMETERS = "variational_parameters"
 
 _ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
 
@@ -100,6 +105,17 @@ def set_aside_point_log_likelihood(idata: az.InferenceData) -> az.InferenceData:
     return idata
 
 
+def add_variational_parameters(idata: az.InferenceData, variables: Mapping[str, tuple]) -> az.InferenceData:
+    """Add the group ``VARIATIONAL_PARAMETERS`` (in place): ``variables`` maps name -> (dims, array) with a leading
+    chain (restart) axis and no draw axis."""
+    import xarray as xr
+
+    with warnings.catch_warnings():  # ArviZ notes that the group is not one of its standard ones
+        warnings.simplefilter("ignore", UserWarning)
+        idata.add_groups({VARIATIONAL_PARAMETERS: xr.Dataset({k: v for k, v in variables.items()})})
+    return idata
+
+
 def _final_objectives(stats, n_chain: int) -> np.ndarray:
     """(chain,) the last finite value of ``sample_stats["objective"]`` (chain, 1, iteration) per chain; NaN where
     there is none (the trace is padded with NaN after convergence)."""
@@ -149,7 +165,8 @@ class Fit:
         """Convergence of the headline sites (or ``var_names``), a pandas DataFrame: rank-normalized r-hat, bulk
         and tail ESS, MCSE / sd, divergences, acceptance and a verdict against Vehtari et al. (2021)'s thresholds
         (``zoo.convergence``); one row per site, or per element with ``elements=True``. Mixture-like sites are
-        diagnosed on their relabelled draws when the fit has them."""
+        diagnosed on their relabelled draws when the fit has them. A variational fit's draws are read as draws of
+        q: r-hat compares its restarts (column ``r_hat_restarts``) and the verdict says so."""
         from zoo import convergence
 
         if self.is_point_estimate:
@@ -158,7 +175,7 @@ class Fit:
         names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
         if elements:
             return convergence.diagnose_elements(self.idata, names)
-        return convergence.diagnose(self.idata, names)
+        return convergence.diagnose(self.idata, names, inference=self.inference)
 
     @property
     def is_point_estimate(self) -> bool:
@@ -185,7 +202,10 @@ class Fit:
         """A pandas DataFrame of the headline sites (or ``var_names``), one row per element.
 
         Posterior draws (MCMC, variational): ArviZ's summary (mean, sd, HDI, MCSE, ESS, r-hat; r-hat needs two
-        chains and is left out with one). Point estimates (EM, MAP restarts): the value at the best restart (highest
+        chains and is left out with one). Variational draws (``fit.inference == "variational"``): the same table with
+        r-hat named ``r_hat_restarts`` (it compares restarts) and a column ``q`` saying which sites are draws of q
+        and which the method point-estimates. ``table.attrs["inference"]`` says what the posterior holds.
+        Point estimates (EM, MAP restarts): the value at the best restart (highest
         final objective), and the mean, sd, min and max over restarts: the spread of local optima, not a posterior.
         """
         names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
@@ -199,7 +219,27 @@ class Fit:
             if one_chain:
                 warnings.filterwarnings("ignore", message="Degrees of freedom", category=RuntimeWarning)
             table = az.summary(self.idata, var_names=names, **kwargs)
-        return table.drop(columns=["r_hat"], errors="ignore") if one_chain else table
+        table = table.drop(columns=["r_hat"], errors="ignore") if one_chain else table
+        if self.inference == "variational":
+            table = self._variational_summary(table, names)
+        table.attrs["inference"] = self.inference
+        return table
+
+    def _variational_summary(self, table, names: Sequence[str]):
+        """Variational draws: the columns say what they are. mean, sd and HDI are q's (restarts pooled), MCSE is the
+        Monte Carlo error of the draws, r-hat compares restarts (``r_hat_restarts``); ESS and MCSE are blanked for
+        the sites the method point-estimates (the same in every draw of a restart)."""
+        post = self.idata.posterior
+        for name in names:
+            values = np.asarray(post[name])
+            flat = values.reshape(values.shape[:2] + (-1,))
+            if not np.all(flat == flat[:, :1]):
+                continue
+            rows = [i for i in table.index if i == name or i.startswith(f"{name}[")]
+            table.loc[rows, [c for c in table.columns if c.startswith(("mcse", "ess", "r_hat"))]] = np.nan
+        table = table.rename(columns={"r_hat": "r_hat_restarts"})
+        table["q"] = ["point estimate" if np.isnan(table.loc[i, "ess_bulk"]) else "draws of q" for i in table.index]
+        return table
 
     def _restart_summary(self, names: Sequence[str]):
         import pandas as pd

@@ -30,9 +30,9 @@ from zoo.inference import mcvq_steps as steps
 from zoo.inference.variational_em import EMConfig, EMState, initialize, run_variational_em, temperature_schedule
 from zoo.models.mcvq import default_priors, mcvq_program
 from zoo.options import positive_float, positive_int
-from zoo.priors import require_family
+from zoo.priors import dirichlet_concentration
 from zoo.registry import register_method, register_model
-from zoo.results import Fit, to_inference_data
+from zoo.results import Fit, add_variational_parameters, to_inference_data
 
 __all__ = ["MCVQPrediction", "MCVQFitState", "predict", "as_matrix", "classify_monte_carlo"]
 
@@ -57,13 +57,19 @@ def _builder(kind: str):
     return build
 
 
+#: The VQs are exchangeable (their labels can differ between restarts): matched on a, b, mu, sigma; the states s
+#: (one column per VQ) follow, and r's values (which VQ a dimension selected) are mapped (zoo.registry). The states
+#: within a VQ are exchangeable too; they are not relabelled.
+_VQS = {"a": 1, "b": 1, "mu": 1, "sigma": 1, "s": ("carry", 1), "r": "labels"}
+
 register_model("ross03.mcvq", paper=PAPER, title="Multiple Cause Vector Quantization", build=_builder("plain"),
-               data_kind="Matrix", default_method="variational_em", headline=("b",))
+               data_kind="Matrix", default_method="variational_em", headline=("b",), exchangeable=_VQS)
 register_model("ross03.mcvq_supervised", paper=PAPER, title="MCVQ with class-conditional state priors (Sec. 4.2.2)",
-               build=_builder("supervised"), data_kind="Matrix", default_method="variational_em", headline=("b",))
+               build=_builder("supervised"), data_kind="Matrix", default_method="variational_em", headline=("b",),
+               exchangeable=_VQS)
 register_model("ross03.mcvq_clustered", paper=PAPER, title="MCVQ clustering of cases (Sec. 4.2.1)",
                build=_builder("clustered"), data_kind="Matrix", default_method="variational_em",
-               headline=("beta", "b"))
+               headline=("beta", "b"), exchangeable=_VQS)
 
 
 # --- data -------------------------------------------------------------------------------------------------------
@@ -103,14 +109,8 @@ def _check_labels(labels, n_cases: int) -> tuple[np.ndarray, int]:
 
 def _concentration(spec, site: str, size: int) -> np.ndarray:
     """The Dirichlet concentration of ``site`` (shape (size,), all >= 1 so the MAP M-step is interior)."""
-    prior = require_family(spec.priors, site, (dist.Dirichlet,))
-    conc = np.asarray(prior.concentration, dtype=np.float64)
-    if conc.shape != (size,):
-        raise ValueError(f"priors[{site!r}]: expected a Dirichlet over {size} values, got concentration "
-                         f"of shape {conc.shape}")
-    if np.any(conc < 1):
-        raise ValueError(f"priors[{site!r}]: the variational EM's MAP update needs concentrations >= 1, got {conc}")
-    return conc
+    return dirichlet_concentration(spec.priors[site], size, site, minimum=1.0,
+                                   needed_by="the variational EM's MAP update")
 
 
 # --- fitting ----------------------------------------------------------------------------------------------------
@@ -134,7 +134,7 @@ class MCVQFitState:
 
 
 def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_floor, labels, progress_bar,
-         monte_carlo_samples):
+         monte_carlo_samples, num_draws):
     kind = _KINDS[spec.id]
     X, M, data_labels = as_matrix(data)
     C, D = X.shape
@@ -147,6 +147,7 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
     num_chains = positive_int(num_chains, "num_chains")
     max_iter = positive_int(max_iter, "max_iter")
     monte_carlo_samples = positive_int(monte_carlo_samples, "monte_carlo_samples")
+    num_draws = positive_int(num_draws, "num_draws")
     t_start = float(max(1, C - 1)) if t_start is None else positive_float(t_start, "t_start")
     anneal_iters = max(1, (3 * max_iter) // 4) if anneal_iters is None else positive_int(anneal_iters, "anneal_iters")
     temps = temperature_schedule(max_iter, t_start, anneal_iters)
@@ -186,34 +187,78 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
     best = int(np.nanargmin(last)) if np.isfinite(last).any() else 0
     state = MCVQFitState(states=jax.tree_util.tree_map(np.asarray, final), best_chain=best, kind=kind,
                          sigma_floor=sigma_floor, monte_carlo_samples=monte_carlo_samples, free_energy=trace)
-    return _to_fit(spec, data, state, X, M, trace, temps)
+    return _to_fit(spec, data, state, X, M, trace, temps, seed, num_draws)
 
 
-def _to_fit(spec, data, state: MCVQFitState, X, M, trace, temps) -> Fit:
+def _draw_q(key, post, c: int, kind: str, num_draws: int) -> dict[str, np.ndarray]:
+    """S = ``num_draws`` independent draws of restart c's q (Sec. 2.3): r_d ~ Cat(g_d) (S, D); the class
+    y^c ~ Cat(z^c) (S, C) (clustered model; the supervised one observes it, the plain one has one class); the
+    states s^c_k ~ Cat(m^c_{y,k}) (S, C, K)."""
+    k_r, k_y, k_s = jax.random.split(jax.random.fold_in(key, c), 3)
+    g, m, z = (jnp.asarray(x[c]) for x in (post.g, post.m, post.z))                 # (D,K), (C,N,K,J), (C,N)
+    r = jax.random.categorical(k_r, jnp.log(g), axis=-1, shape=(num_draws,) + g.shape[:1])
+    if kind == "clustered":
+        y = jax.random.categorical(k_y, jnp.log(z), axis=-1, shape=(num_draws,) + z.shape[:1])
+    else:
+        y = jnp.broadcast_to(jnp.argmax(z, axis=-1), (num_draws, z.shape[0]))
+    log_m = jnp.log(jnp.take_along_axis(m[None], y[:, :, None, None, None], axis=2)[:, :, 0])    # (S, C, K, J)
+    s = jax.random.categorical(k_s, log_m, axis=-1)
+    out = {"r": np.asarray(r, dtype=np.int32), "s": np.asarray(s, dtype=np.int32)}
+    if kind == "clustered":
+        out["y"] = np.asarray(y, dtype=np.int32)
+    return out
+
+
+def _log_lik_at_draws(X, M, state: MCVQFitState, c: int, r: np.ndarray) -> np.ndarray:
+    """(S, C) exact log p(x^c | R = r_s, theta) (S and y summed out) at each draw r_s of q(R) of restart c; draws
+    of R repeat (q(R) is nearly one-hot after annealing), so each distinct R is computed once."""
+    unique, inverse = np.unique(r, axis=0, return_inverse=True)
+    K = state.states.params.mu.shape[2]
+    ll = np.stack([np.asarray(steps.log_likelihood_given_selection(X, M, state.params(c),
+                                                                   jax.nn.one_hot(u, K, dtype=X.dtype)))
+                   for u in unique])
+    return ll[np.asarray(inverse).reshape(-1)]
+
+
+def _to_fit(spec, data, state: MCVQFitState, X, M, trace, temps, seed: int, num_draws: int) -> Fit:
+    """``posterior``: S = ``num_draws`` draws of each restart's q (chain = restart) of the latent selections r, the
+    states s and (clustered model) the classes y; the parameters mu, sigma, a, b, beta are the method's point
+    estimates (ML / MAP), the same in every draw of a restart. q's own parameters (g, the state and cluster
+    probabilities) go to the ``variational_parameters`` group."""
     params, post = state.states
     n_chain = trace.shape[0]
-    hard_ll = np.stack([np.asarray(_exact_loglik(jnp.asarray(X), jnp.asarray(M), state.params(c), state.g(c)))
-                        for c in range(n_chain)])
-    weights = np.asarray(jnp.einsum("xcn,xcnkj->xckj", post.z, post.m))
-    posterior = {"mu": params.mu, "sigma": params.sigma, "g": post.g, "a": params.a, "b": params.b,
-                 "state_proba": weights}
-    dims = {"mu": ["dim", "vq", "state"], "sigma": ["dim", "vq", "state"], "g": ["dim", "vq"], "a": ["dim", "vq"],
-            "b": ["class", "vq", "state"], "state_proba": ["case", "vq", "state"], "x": ["case", "dim"],
-            "free_energy": ["iteration"], "objective": ["iteration"], "temperature": ["iteration"]}
+    Xj, Mj = jnp.asarray(X), jnp.asarray(M)
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), 11)
+    draws = [_draw_q(key, post, c, state.kind, num_draws) for c in range(n_chain)]
+    posterior = {name: np.stack([d[name] for d in draws]) for name in draws[0]}
+    log_lik = np.stack([_log_lik_at_draws(Xj, Mj, state, c, draws[c]["r"]) for c in range(n_chain)])
+    fixed = {"mu": params.mu, "sigma": params.sigma, "a": params.a, "b": params.b}
     if state.kind != "plain":
-        posterior["beta"] = params.beta
-        dims["beta"] = ["class"]
-    if state.kind == "clustered":
-        posterior["cluster_proba"] = post.z
-        dims["cluster_proba"] = ["case", "class"]
-    posterior = {k: np.asarray(v)[:, None] for k, v in posterior.items()}
+        fixed["beta"] = params.beta
+    for name, value in fixed.items():   # a view: repeating a point estimate over the draws costs no memory
+        value = np.asarray(value)
+        posterior[name] = np.broadcast_to(value[:, None], (n_chain, num_draws) + value.shape[1:])
+    dims = {"mu": ["dim", "vq", "state"], "sigma": ["dim", "vq", "state"], "a": ["dim", "vq"],
+            "b": ["class", "vq", "state"], "beta": ["class"], "r": ["dim"], "s": ["case", "vq"], "y": ["case"],
+            "x": ["case", "dim"], "free_energy": ["iteration"], "objective": ["iteration"],
+            "temperature": ["iteration"]}
     observed = np.where(M > 0, X, np.nan)
     idata = to_inference_data(
         posterior,
         sample_stats={"free_energy": trace[:, None], "objective": -trace[:, None],
                       "temperature": np.broadcast_to(temps, trace.shape)[:, None]},
-        log_likelihood={"x": hard_ll[:, None]}, observed_data={"x": observed}, dims=dims,
-        attrs={"method": "variational_em", "log_likelihood": "exact log p(x^c | R = argmax g, theta)"})
+        log_likelihood={"x": log_lik}, observed_data={"x": observed}, dims=dims,
+        attrs={"method": "variational_em", "log_likelihood": "exact log p(x^c | R = r, theta) at draws r of q(R)",
+               "note": "chain = restart; draw = an independent draw of that restart's q over r, s (and y); mu, "
+                       "sigma, a, b, beta are point estimates, the same in every draw of a restart"})
+    for name in fixed:
+        idata.posterior[name].attrs["q"] = "point estimate of the method: the same in every draw of a restart"
+    weights = np.asarray(jnp.einsum("xcn,xcnkj->xckj", post.z, post.m))
+    qparams = {"g": (("chain", "dim", "vq"), np.asarray(post.g)),
+               "state_proba": (("chain", "case", "vq", "state"), weights)}
+    if state.kind == "clustered":
+        qparams["cluster_proba"] = (("chain", "case", "class"), np.asarray(post.z))
+    add_variational_parameters(idata, qparams)
     headline = ["b"] if state.kind == "plain" else ["beta", "b"]
     return Fit(idata=idata, spec=spec, method="variational_em", state=state, headline=headline, predictor=predict,
                data=data)
@@ -221,25 +266,27 @@ def _to_fit(spec, data, state: MCVQFitState, X, M, trace, temps) -> Fit:
 
 _VEM_DOC = """Variational EM with annealed inverse temperature (Ross 2003, Sec. 2.3 and 4.2).
 
-    Options: num_chains (restarts, 4: local optima are common; predictions use the lowest free energy), max_iter (40), t_start (first temperature, default C - 1),
+    Options: num_chains (restarts, 4: local optima are common; predictions use the lowest free energy), max_iter
+    (40), t_start (first temperature, default C - 1),
     anneal_iters (iterations over which T falls linearly to 1, default 3/4 of max_iter), sigma_floor (default 1% of
-    the pooled sd), labels (supervised model), monte_carlo_samples (eq. 4.3 classifier, 1000), progress_bar.
+    the pooled sd), labels (supervised model), monte_carlo_samples (eq. 4.3 classifier, 1000), num_draws (draws of
+    each restart's q in ``posterior``, 100), progress_bar.
     """
 
 
 def _make_runner(model_id: str):
     def runner(spec, data, seed=0, num_chains=4, max_iter=40, t_start=None, anneal_iters=None, sigma_floor=None,
-               labels=None, progress_bar=True, monte_carlo_samples=1000, **unknown) -> Fit:
+               labels=None, progress_bar=True, monte_carlo_samples=1000, num_draws=100, **unknown) -> Fit:
         if unknown:
             raise ValueError(f"{sorted(unknown)[0]}: unknown option of variational_em for {model_id}")
         return _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_floor, labels,
-                    progress_bar, monte_carlo_samples)
+                    progress_bar, monte_carlo_samples, num_draws)
     runner.__doc__ = _VEM_DOC
     return runner
 
 
 for _mid in _KINDS:
-    register_method(_mid, "variational_em")(_make_runner(_mid))
+    register_method(_mid, "variational_em", kind="variational")(_make_runner(_mid))
 
 
 # --- predictions ------------------------------------------------------------------------------------------------

@@ -24,8 +24,9 @@ from zoo.inference import stick_breaking_vi as sbvi
 from zoo.inference import topic_vi
 from zoo.models import multimodal_topics as mt
 from zoo.options import nonnegative_float, positive_float, positive_int
+from zoo.priors import dirichlet_concentration
 from zoo.registry import register_method, register_model
-from zoo.results import Fit, to_inference_data
+from zoo.results import Fit, add_variational_parameters, to_inference_data
 
 __all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy", "region_accuracy",
            "region_caption_accuracy",
@@ -113,8 +114,8 @@ def _program_args(spec, data):
 
 
 def _etas(priors, data):
-    return (mt.dirichlet_concentration(priors["phi_w"], data.words.shape[1], "phi_w"),
-            mt.dirichlet_concentration(priors["phi_b"], data.visual_words.shape[1], "phi_b"))
+    return (jnp.asarray(dirichlet_concentration(priors["phi_w"], data.words.shape[1], "phi_w")),
+            jnp.asarray(dirichlet_concentration(priors["phi_b"], data.visual_words.shape[1], "phi_b")))
 
 
 def _check_stick_prior(prior: dist.Distribution) -> dist.Distribution:
@@ -131,30 +132,61 @@ def _check_method_options(unknown: dict, method: str):
 
 
 # ------------------------------------------------------------------------------------------------ fits
-def _plugin_log_likelihood(counts: np.ndarray, pi_mean: np.ndarray, phi_mean: np.ndarray) -> np.ndarray:
-    """log Mult(n_i; N_i, E[pi_i] @ E[phi]) per image (C, I)."""
-    probs = np.einsum("cik,ckv->civ", pi_mean, phi_mean)
-    n = counts[None]
-    return (gammaln(n.sum(-1) + 1) - gammaln(n + 1).sum(-1)
-            + np.sum(np.where(n > 0, n * np.log(np.where(n > 0, probs, 1.0)), 0.0), axis=-1))
+@functools.partial(jax.jit, static_argnames=("n_docs",))
+def _multinomial_log_lik(pi, phi, counts: topic_vi.SparseCounts, n_docs: int, log_norm):
+    """(S, I) log Mult(n_i; N_i, pi_i @ phi) for S draws pi (S, I, K), phi (S, K, V), from the non-zero counts only
+    (a term with n_iv = 0 contributes nothing); ``log_norm`` (I,) = log N_i! - sum_v log n_iv!."""
+    def one(args):
+        p, f = args
+        probs = jnp.sum(p[counts.doc] * f.T[counts.term], axis=-1)              # (nnz,) (pi_i @ phi)_v
+        return log_norm + jax.ops.segment_sum(counts.count * jnp.log(probs), counts.doc, num_segments=n_docs)
+    return jax.lax.map(one, (pi, phi))
 
 
-def _make_fit(spec, data, method, state_topic, prior_conc, trace, beta=None):
+def _log_norm(counts: np.ndarray) -> jnp.ndarray:
+    return jnp.asarray(gammaln(counts.sum(-1) + 1) - gammaln(counts + 1).sum(-1))
+
+
+def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int):
+    """Draws of q (Sec. 2.6): per restart c, S = ``num_draws`` independent draws pi_i ~ Dir(gamma_ci),
+    phi_w,k ~ Dir(lambda_w,ck), phi_b,k ~ Dir(lambda_b,ck). Returns topic_weight (C, S, K) = mean_i pi_i,
+    phi_w (C, S, K, W), phi_b (C, S, K, V) and the pointwise log likelihood of each modality (C, S, I) at the draws.
+    The image-level pi draws are summarized by topic_weight and not kept ((C, S, I, K) is large)."""
+    words, visual = topic_vi.sparse_counts(data.words), topic_vi.sparse_counts(data.visual_words)
+    norm_w, norm_b = _log_norm(data.words), _log_norm(data.visual_words)
+    n_img = data.words.shape[0]
+    out = {"topic_weight": [], "phi_w": [], "phi_b": [], "ll_words": [], "ll_visual": []}
+    for c, chain_key in enumerate(jax.random.split(key, gamma.shape[0])):
+        k_pi, k_w, k_b = jax.random.split(chain_key, 3)
+        pi = jax.random.dirichlet(k_pi, jnp.asarray(gamma[c]), shape=(num_draws,) + gamma.shape[1:2])
+        phi_w = jax.random.dirichlet(k_w, jnp.asarray(lam_w[c]), shape=(num_draws,) + lam_w.shape[1:2])
+        phi_b = jax.random.dirichlet(k_b, jnp.asarray(lam_b[c]), shape=(num_draws,) + lam_b.shape[1:2])
+        out["topic_weight"].append(np.asarray(pi.mean(axis=1)))
+        out["phi_w"].append(np.asarray(phi_w))
+        out["phi_b"].append(np.asarray(phi_b))
+        out["ll_words"].append(np.asarray(_multinomial_log_lik(pi, phi_w, words, n_img, norm_w)))
+        out["ll_visual"].append(np.asarray(_multinomial_log_lik(pi, phi_b, visual, n_img, norm_b)))
+    return {k: np.stack(v) for k, v in out.items()}
+
+
+def _make_fit(spec, data, method, state_topic, prior_conc, trace, seed, num_draws, beta=None):
+    """The fit: ``posterior`` holds S = ``num_draws`` draws of each restart's fitted q (``_variational_draws``;
+    chain = restart); q's parameters per restart (gamma, lambda_w, lambda_b) go to the ``variational_parameters``
+    group; beta (HDP) is a point estimate of the method (the same in every draw of a restart)."""
     gamma = np.asarray(state_topic.gamma)                                 # (C, I, K)
     lam_w, lam_b = (np.asarray(x) for x in state_topic.lambdas)           # (C, K, W), (C, K, V)
-    pi_mean = gamma / gamma.sum(-1, keepdims=True)
-    phi_w, phi_b = lam_w / lam_w.sum(-1, keepdims=True), lam_b / lam_b.sum(-1, keepdims=True)
     usage = np.asarray(state_topic.stats.doc_topic).sum(axis=1)           # (C, K) expected tokens per factor
     final = trace[:, -1]
     best = int(np.argmax(final))
-    n_factor = gamma.shape[-1]
-    posterior = {"pi": pi_mean[:, None], "phi_w": phi_w[:, None], "phi_b": phi_b[:, None],
-                 "topic_weight": pi_mean.mean(axis=1)[:, None]}
+    n_chain, n_factor = gamma.shape[0], gamma.shape[-1]
+    draws = _variational_draws(jax.random.fold_in(jax.random.PRNGKey(seed), 7), gamma, lam_w, lam_b, data,
+                               num_draws)
+    posterior = {"topic_weight": draws["topic_weight"], "phi_w": draws["phi_w"], "phi_b": draws["phi_b"]}
     if beta is not None:
-        posterior["beta"] = beta[:, None]
-    dims = {"pi": ["image", "factor"], "phi_w": ["factor", "word"], "phi_b": ["factor", "visual_word"],
-            "topic_weight": ["factor"], "beta": ["factor"], "words": ["image"], "visual_words": ["image"],
-            "objective": ["iteration"], "factor_usage": ["factor"]}
+        posterior["beta"] = np.broadcast_to(beta[:, None], (n_chain, num_draws) + beta.shape[1:])
+    dims = {"phi_w": ["factor", "word"], "phi_b": ["factor", "visual_word"], "topic_weight": ["factor"],
+            "beta": ["factor"], "words": ["image"], "visual_words": ["image"], "objective": ["iteration"],
+            "factor_usage": ["factor"]}
     coords = {"factor": np.arange(n_factor)}
     if data.word_vocabulary is not None:
         coords["word"] = list(data.word_vocabulary)
@@ -164,11 +196,16 @@ def _make_fit(spec, data, method, state_topic, prior_conc, trace, beta=None):
         posterior,
         sample_stats={"objective": trace[:, None, :], "factor_usage": usage[:, None],
                       "n_active_factors": (usage >= 1.0).sum(-1)[:, None]},
-        log_likelihood={"words": _plugin_log_likelihood(data.words, pi_mean, phi_w)[:, None],
-                        "visual_words": _plugin_log_likelihood(data.visual_words, pi_mean, phi_b)[:, None]},
+        log_likelihood={"words": draws["ll_words"], "visual_words": draws["ll_visual"]},
         observed_data={"words": data.words, "visual_words": data.visual_words},
-        dims={k: v for k, v in dims.items()}, coords=coords,
-        attrs={"method": method, "model": spec.id, "note": "one draw per chain = the VI posterior mean of a restart"})
+        dims=dims, coords=coords,
+        attrs={"method": method, "model": spec.id,
+               "note": "chain = restart; draw = an independent draw of that restart's variational posterior q"})
+    if beta is not None:
+        idata.posterior["beta"].attrs["q"] = "point estimate of the method: the same in every draw of a restart"
+    add_variational_parameters(idata, {"gamma": (("chain", "image", "factor"), gamma),
+                                       "lambda_w": (("chain", "factor", "word"), lam_w),
+                                       "lambda_b": (("chain", "factor", "visual_word"), lam_b)})
     state = TopicFitState(lambda_w=lam_w[best], lambda_b=lam_b[best], gamma=gamma[best],
                           prior_concentration=np.asarray(prior_conc[best] if np.ndim(prior_conc) == 2 else prior_conc),
                           beta=None if beta is None else beta[best], final_elbo=final, best_chain=best)
@@ -207,8 +244,9 @@ def _bar_total(max_iter, chunk) -> int:
     return max(1, -(-int(max_iter) // chunk)) * chunk
 
 
-def _loop_options(max_iter, tol, local_steps, chunk):
+def _loop_options(max_iter, tol, local_steps, chunk, num_draws):
     """The VI loops' options, checked before any computation (zoo.options)."""
+    positive_int(num_draws, "num_draws")
     positive_int(max_iter, "max_iter")
     positive_int(local_steps, "local_steps")
     positive_int(chunk, "chunk")
@@ -217,40 +255,43 @@ def _loop_options(max_iter, tol, local_steps, chunk):
 
 register_model("yakhnenko.mom_lda", paper=PAPER, title="Multi-modal LDA of caption words and visual words",
                build=_build_lda, data_kind="MultimodalCounts", default_method="mean_field_vi",
-               program_args=_program_args, prior_sites=("pi", "phi_w", "phi_b"), headline=("topic_weight",))
+               program_args=_program_args, prior_sites=("pi", "phi_w", "phi_b"), headline=("topic_weight",),
+               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0})
 register_model("yakhnenko.mom_hdp", paper=PAPER, title="Multi-modal HDP, truncated stick-breaking",
                build=_build_hdp, data_kind="MultimodalCounts", default_method="stick_breaking_vi",
-               program_args=_program_args, prior_sites=("sticks", "phi_w", "phi_b"), headline=("beta",))
+               program_args=_program_args, prior_sites=("sticks", "phi_w", "phi_b"), headline=("beta",),
+               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0, "beta": 0})
 
 
-@register_method("yakhnenko.mom_lda", "mean_field_vi")
+@register_method("yakhnenko.mom_lda", "mean_field_vi", kind="variational")
 def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, seed_docs_per_factor=2,
-                chunk=10, progress_bar=True, **unknown) -> Fit:
+                chunk=10, num_draws=100, progress_bar=True, **unknown) -> Fit:
     """Coordinate-ascent mean-field VI (Sec. 2.6.1-2.6.2); each chain is a random restart (default 2), the
-    restart with the highest ELBO makes the predictions."""
+    restart with the highest ELBO makes the predictions; ``num_draws`` draws of each restart's q go to
+    ``posterior``."""
     _check_method_options(unknown, "mean_field_vi")
     data = check_counts(data)
-    _loop_options(max_iter, tol, local_steps, chunk)
+    _loop_options(max_iter, tol, local_steps, chunk, num_draws)
     keys = _keys(seed, num_chains)
     k = spec.options["n_topics"]
-    alpha = mt.dirichlet_concentration(spec.priors["pi"], k, "pi")
+    alpha = jnp.asarray(dirichlet_concentration(spec.priors["pi"], k, "pi"))
     with _elbo_progress(progress_bar, _bar_total(max_iter, chunk), "MoM-LDA VI") as progress:
         state, trace = topic_vi.fit_mean_field(keys, [data.words, data.visual_words], k, alpha,
                                                _etas(spec.priors, data), max_iter=int(max_iter), tol=float(tol),
                                                local_steps=int(local_steps), chunk=int(chunk),
                                                seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
-    return _make_fit(spec, data, "mean_field_vi", state, np.asarray(alpha), trace)
+    return _make_fit(spec, data, "mean_field_vi", state, np.asarray(alpha), trace, seed, num_draws)
 
 
-@register_method("yakhnenko.mom_hdp", "stick_breaking_vi")
+@register_method("yakhnenko.mom_hdp", "stick_breaking_vi", kind="variational")
 def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, beta_steps=25,
-                beta_learning_rate=0.05, seed_docs_per_factor=2, chunk=10, fixed_beta=None, progress_bar=True,
-                **unknown) -> Fit:
+                beta_learning_rate=0.05, seed_docs_per_factor=2, chunk=10, fixed_beta=None, num_draws=100,
+                progress_bar=True, **unknown) -> Fit:
     """Truncated stick-breaking VI: coordinate ascent plus the stick logits of beta by optax (Sec. 2.6.3).
     ``fixed_beta`` (K,) keeps beta fixed (then the fit is MoM-LDA with alpha = alpha_pi beta)."""
     _check_method_options(unknown, "stick_breaking_vi")
     data = check_counts(data)
-    _loop_options(max_iter, tol, local_steps, chunk)
+    _loop_options(max_iter, tol, local_steps, chunk, num_draws)
     keys = _keys(seed, num_chains)
     k, alpha_pi = spec.options["truncation"], spec.options["alpha_pi"]
     stick_prior = _check_stick_prior(spec.priors["sticks"])
@@ -271,7 +312,7 @@ def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
             local_steps=int(local_steps), beta_steps=int(beta_steps), beta_learning_rate=float(beta_learning_rate),
             chunk=int(chunk), seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
     beta = np.asarray(jax.vmap(sbvi.stick_weights)(state.stick_logits))
-    return _make_fit(spec, data, "stick_breaking_vi", state.topic, alpha_pi * beta, trace, beta=beta)
+    return _make_fit(spec, data, "stick_breaking_vi", state.topic, alpha_pi * beta, trace, seed, num_draws, beta=beta)
 
 
 # ------------------------------------------------------------------------------------------------ predictions
