@@ -1,0 +1,98 @@
+"""Each model's default fit (its default method with default options) on the data of its paper's experiments,
+and what ``fit.diagnose()`` says about it (issue 18.1: "the default settings of every model's own sampler pass on
+the data of its paper's experiments, or the note says where they cannot").
+
+    python scripts/diagnose_defaults.py [--only PREFIX]
+
+Data (the synthetic experiment data of each paper, so that it runs without the real data sets):
+carbonetto03 Sec. 2 (200 points) and Sec. 5.2 (translation); gustafson07 Sec. 6; kueck04 Exp. 1 (ring);
+ross03 Sec. 3.1.2 shapes (the experiment's 100 training images of 11 x 11; the supervised model with its labels,
+triangle in the top or bottom half; the models' default sizes, 3 VQs x 5 states); yakhnenko:
+images simulated from MoM-LDA (the loader's default size). Point estimates (EM / MAP restarts) have no
+convergence diagnostics: their restarts' table is printed instead.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+
+import zoo
+from zoo.convergence import ConvergenceWarning
+
+#: model id -> (data set, loader options, model options)
+CASES = {
+    "carbonetto03.shrinkage_mixture": ("carbonetto03_sec2", {}, {}),
+    "carbonetto03.translation": ("carbonetto03_sec52", {}, {}),
+    "gustafson07.full": ("gustafson07_sec6", {}, {}),
+    "gustafson07.fs": ("gustafson07_sec6", {}, {}),
+    "gustafson07.cvfs": ("gustafson07_sec6", {}, {}),
+    "kueck04.supervised": ("kueck04_ring", {}, {}),
+    "kueck04.constraint": ("kueck04_ring", {}, {}),
+    "kueck04.measurement": ("kueck04_ring", {}, {}),
+    "kueck04.hybrid": ("kueck04_ring", {}, {}),
+    "ross03.mcvq": ("shapes", {}, {}),
+    "ross03.mcvq_supervised": ("shapes", {}, {}),
+    "ross03.mcvq_clustered": ("shapes", {}, {}),
+    "yakhnenko.mom_lda": ("yakhnenko_synthetic", {}, {}),
+    "yakhnenko.mom_hdp": ("yakhnenko_synthetic", {}, {}),
+}
+
+
+def _data(model_id: str, name: str, loader_options: dict):
+    if name == "shapes":    # zoo.experiments.ross03: 100 training images; label = triangle in the bottom half
+        from zoo.data import Matrix
+        from zoo.data.ross03 import MatrixDataset, shapes_split
+        X_train, _, pos_train, _ = shapes_split(n_train=100, seed=0)
+        if model_id == "ross03.mcvq_supervised":
+            return MatrixDataset(Matrix(X_train), labels=(pos_train[:, 1] >= 4).astype(int))
+        return Matrix(X_train)
+    return zoo.load_dataset(name, **loader_options)
+
+
+def run_one(model_id: str) -> None:
+    name, loader_options, model_options = CASES[model_id]
+    data = _data(model_id, name, loader_options)
+    spec = zoo.model(model_id, **model_options)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        fit = zoo.fit(spec, data, seed=0, progress_bar=False)
+    seconds = time.perf_counter() - start
+    print(f"\n## {model_id}: method {fit.method!r} ({fit.inference}), data {name}, "
+          f"{fit.idata.posterior.sizes['chain']} chain(s) x {fit.idata.posterior.sizes['draw']} draw(s), "
+          f"{seconds:.1f} s (compile {float(fit.provenance['zoo_compile_seconds']):.1f} s)")
+    if fit.is_point_estimate:
+        print("point estimates (one per restart): no convergence diagnostics; the restarts:")
+        print(fit.restarts().to_string())
+    else:
+        table = fit.diagnose()
+        print(table.drop(columns=["divergences"], errors="ignore").to_string(float_format=lambda v: f"{v:.3g}"))
+    for w in caught:
+        if isinstance(w.message, ConvergenceWarning):
+            print(f"ConvergenceWarning: sites {', '.join(w.message.sites)}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", default="", help="run the model ids starting with this prefix")
+    args = parser.parse_args(argv)
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_colwidth", 90)
+    np.set_printoptions(precision=3)
+    for model_id in CASES:
+        if model_id.startswith(args.only):
+            try:
+                run_one(model_id)
+            except Exception as err:  # noqa: BLE001 - report and go on to the next model
+                print(f"\n## {model_id}: FAILED: {type(err).__name__}: {err}")
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
