@@ -31,13 +31,13 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from zoo.inference.linalg import cholesky, spd_solve   # not LAPACK: see inference/linalg.py
 from zoo.inference.collapsed_niw import (ConceptPrior, collapsed_concept_log_density, gaussian_logpdf_masked,
                                          masked_cholesky, masked_matrix)
 
 __all__ = ["VARIANTS", "ConceptPrior", "DeltaOmegaPrior", "FeatureSelectionNormal", "feature_selection_model",
-           "concept_masks", "coverage_ok", "collapsed_log_density",
-           "default_alpha_prior"]
+           "concept_masks", "coverage_ok", "collapsed_log_density", "default_alpha_prior", "default_priors",
+           "program_priors", "ConceptCovariance", "ConceptMean", "BackgroundCovariance", "BackgroundMean",
+           "PRIOR_SITES"]
 
 VARIANTS = ("full", "fs", "cvfs")
 
@@ -45,11 +45,128 @@ VARIANTS = ("full", "fs", "cvfs")
 class DeltaOmegaPrior(NamedTuple):
     """Conjugate prior of (delta, Omega) in CVFS: Omega ~ IW_nu0(Psi0^{-1}), delta | Omega ~ N(delta0, Omega/kappa0).
 
-    ``nu0`` is given as an offset over p (nu0 = p + nu_extra) so one prior serves every p.
+    ``nu0`` is given as an offset over p (nu0 = p + nu_extra) so one prior serves every p. These defaults are the
+    ones of the prior sites ``Omega`` and ``delta`` (``default_priors``).
     """
     nu_extra: float = 2.0
     psi_scale: float = 1.0
     kappa0: float = 1.0
+
+
+class _PriorFamily(dist.Distribution):
+    """A prior site whose law depends on other latent values (the concept's mask, Sigma_k, Omega): its parameters
+    are the paper's hyperparameters, ``given(...)`` is the distribution the program draws from. A family has no
+    density of its own (``log_prob`` / ``sample`` refuse); it is what a user swaps through ``priors=``."""
+
+    support = constraints.real
+    _params: tuple = ()
+
+    def __init__(self, *args, validate_args=None):
+        for name, value in zip(self._params, args):
+            setattr(self, name, jnp.asarray(value, dtype=jnp.result_type(float)))
+        super().__init__(batch_shape=(), event_shape=(), validate_args=validate_args)
+
+    def tree_flatten(self):
+        return tuple(getattr(self, n) for n in self._params), None
+
+    @classmethod
+    def tree_unflatten(cls, aux_data, params):
+        return cls(*params)
+
+    def sample(self, key, sample_shape=()):
+        raise NotImplementedError(f"{type(self).__name__} is a prior family: draw from .given(...)")
+
+    def log_prob(self, value):
+        raise NotImplementedError(f"{type(self).__name__} is a prior family: evaluate .given(...).log_prob")
+
+
+class ConceptCovariance(_PriorFamily):
+    """Prior site ``Sigma`` (Sec. 3-5): on concept k's d_k relevant features M_k,
+    Sigma_k,MM ~ IW_{d_k + a_extra}((v_scale d_k I)^{-1}) (paper: a_extra = 2, v_scale = 1/2; a_extra > 1 keeps
+    it proper in every dimension). ``given(masks (K+1, p))`` is the p x p inverse-Wishart with p + a_extra degrees
+    of freedom and scale diag(v_scale d_k on M_k, 1 off M_k), whose M_k block has exactly that law."""
+    arg_constraints = {"a_extra": constraints.greater_than(1.0), "v_scale": constraints.positive}
+    _params = ("a_extra", "v_scale")
+
+    def __init__(self, a_extra=ConceptPrior().a_extra, v_scale=ConceptPrior().v_scale, *, validate_args=None):
+        super().__init__(a_extra, v_scale, validate_args=validate_args)
+
+    def given(self, masks):
+        p = masks.shape[-1]
+        d = masks.sum(-1)
+        scale = jax.vmap(jnp.diag)(jnp.where(masks, self.v_scale * d[:, None], 1.0))
+        return dist.InverseWishart(p + self.a_extra, scale_matrix=scale)
+
+
+class ConceptMean(_PriorFamily):
+    """Prior site ``mu``: mu_k | Sigma_k ~ N(0, Sigma_k / b) (paper: b = 1). ``given(Sigma (..., p, p))``."""
+    arg_constraints = {"b": constraints.positive}
+    _params = ("b",)
+
+    def __init__(self, b=ConceptPrior().b, *, validate_args=None):
+        super().__init__(b, validate_args=validate_args)
+
+    def given(self, Sigma):
+        return dist.MultivariateNormal(jnp.zeros(Sigma.shape[-1]), covariance_matrix=Sigma / self.b)
+
+
+class BackgroundCovariance(_PriorFamily):
+    """Prior site ``Omega`` (CVFS): Omega ~ IW_{p + nu_extra}((psi_scale I)^{-1}) (our weak default: nu_extra = 2,
+    psi_scale = 1). ``given(p)``."""
+    arg_constraints = {"nu_extra": constraints.positive, "psi_scale": constraints.positive}
+    _params = ("nu_extra", "psi_scale")
+
+    def __init__(self, nu_extra=DeltaOmegaPrior().nu_extra, psi_scale=DeltaOmegaPrior().psi_scale, *,
+                 validate_args=None):
+        super().__init__(nu_extra, psi_scale, validate_args=validate_args)
+
+    def given(self, p: int):
+        return dist.InverseWishart(p + self.nu_extra, scale_matrix=self.psi_scale * jnp.eye(p))
+
+
+class BackgroundMean(_PriorFamily):
+    """Prior site ``delta`` (CVFS): delta | Omega ~ N(0, Omega / kappa0) (default kappa0 = 1). ``given(Omega)``."""
+    arg_constraints = {"kappa0": constraints.positive}
+    _params = ("kappa0",)
+
+    def __init__(self, kappa0=DeltaOmegaPrior().kappa0, *, validate_args=None):
+        super().__init__(kappa0, validate_args=validate_args)
+
+    def given(self, Omega):
+        return dist.MultivariateNormal(jnp.zeros(Omega.shape[-1]), covariance_matrix=Omega / self.kappa0)
+
+
+#: the prior sites of each variant (what ``priors=`` may name)
+PRIOR_SITES = {"full": ("Sigma", "mu"), "fs": ("Sigma", "mu", "M"), "cvfs": ("Sigma", "mu", "alpha", "Omega", "delta")}
+
+
+def default_priors(variant: str) -> dict:
+    """The default prior of every prior site of ``variant`` (the one place they are set; the paper's values)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant: {variant!r} is not one of {VARIANTS}")
+    every = {"Sigma": ConceptCovariance(), "mu": ConceptMean(), "M": dist.Bernoulli(probs=0.5),
+             "alpha": default_alpha_prior(), "Omega": BackgroundCovariance(), "delta": BackgroundMean()}
+    return {site: every[site] for site in PRIOR_SITES[variant]}
+
+
+def program_priors(variant: str, priors=None, *, concept_prior: ConceptPrior | None = None,
+                   delta_omega_prior: DeltaOmegaPrior | None = None, alpha_prior=None, inclusion_prior=None) -> dict:
+    """The program's priors: ``default_priors(variant)`` updated by ``priors`` (site -> distribution) and by the
+    older per-prior keywords (a ConceptPrior / DeltaOmegaPrior tuple, alpha_prior, inclusion_prior), which are
+    kept for callers that still pass them."""
+    out = default_priors(variant)
+    out.update(priors or {})
+    if concept_prior is not None:
+        out.update(Sigma=ConceptCovariance(concept_prior.a_extra, concept_prior.v_scale),
+                   mu=ConceptMean(concept_prior.b))
+    if delta_omega_prior is not None and variant == "cvfs":
+        out.update(Omega=BackgroundCovariance(delta_omega_prior.nu_extra, delta_omega_prior.psi_scale),
+                   delta=BackgroundMean(delta_omega_prior.kappa0))
+    if alpha_prior is not None and variant == "cvfs":
+        out["alpha"] = alpha_prior
+    if inclusion_prior is not None and variant == "fs":
+        out["M"] = inclusion_prior
+    return out
 
 
 def concept_masks(variant: str, M, n_concepts: int, p: int) -> jnp.ndarray:
@@ -98,7 +215,7 @@ class FeatureSelectionNormal(dist.Distribution):
         mask, mu, sigma = self._flat()
         x = jnp.broadcast_to(value, self.batch_shape + (p,)).reshape(-1, p)
         full = jnp.ones(p, bool)
-        chol_omega_full = cholesky(self.Omega)
+        chol_omega_full = jnp.linalg.cholesky(self.Omega)
 
         def one(xi, mi, mui, si):
             rel = gaussian_logpdf_masked(xi[None], mui, masked_cholesky(si, mi), mi)[0]
@@ -115,13 +232,13 @@ class FeatureSelectionNormal(dist.Distribution):
         total = math.prod(sample_shape)                  # static: sample_shape is a tuple (jit-safe)
         k_rel, k_base = jax.random.split(key)
         z_rel = jax.random.normal(k_rel, (total, n, p))
-        z_base = self.delta + jax.random.normal(k_base, (total, n, p)) @ cholesky(self.Omega).T
+        z_base = self.delta + jax.random.normal(k_base, (total, n, p)) @ jnp.linalg.cholesky(self.Omega).T
 
         def one(zr, zb, mi, mui, si):
             m = mi.astype(zb.dtype)
             x_rel = mui + masked_cholesky(si, mi) @ zr          # relevant part ~ N(mu_M, Sigma_MM)
             # eq. 11 read backwards: x_{M^c} = z_{M^c} + Omega_{M^c M} Omega_MM^{-1} (x_M - z_M)
-            u = spd_solve(masked_matrix(self.Omega, mi), (x_rel - zb) * m)
+            u = jnp.linalg.solve(masked_matrix(self.Omega, mi), (x_rel - zb) * m)
             return jnp.where(mi, x_rel, zb + self.Omega @ u)
 
         out = jax.vmap(lambda zr, zb: jax.vmap(one)(zr, zb, mask, mu, sigma))(z_rel, z_base)
@@ -129,45 +246,42 @@ class FeatureSelectionNormal(dist.Distribution):
 
 
 def feature_selection_model(allowed, image_index, keyword_mask, X=None, *, variant: str = "cvfs",
-                            n_features: int | None = None, concept_prior: ConceptPrior = ConceptPrior(),
-                            delta_omega_prior: DeltaOmegaPrior = DeltaOmegaPrior(), alpha_prior=None,
-                            inclusion_prior=None, delta=None, Omega=None):
+                            n_features: int | None = None, priors=None, delta=None, Omega=None,
+                            concept_prior: ConceptPrior | None = None, delta_omega_prior: DeltaOmegaPrior | None = None,
+                            alpha_prior=None, inclusion_prior=None):
     """The FULL / FS / CVFS joint density (Sec. 3-5).
 
     allowed (n, K+1) bool: S_i of each unit's image; image_index (n,) int; keyword_mask (I, K+1) bool (column 0
     False): the keywords each image must cover; X (n, p) or None (prior predictive, then ``n_features`` = p).
-    alpha_prior: distribution of one alpha_j (CVFS); inclusion_prior: distribution of one M_j (FS);
-    delta (p,), Omega (p, p): fixed values (FULL/FS; ignored by CVFS, which samples them).
+    priors: site -> distribution for the variant's prior sites (``PRIOR_SITES``; missing sites: ``default_priors``;
+    ``zoo.papers.gustafson07.program_kwargs`` passes a spec's); alpha is one alpha_j's prior (CVFS), M one M_j's
+    (FS). delta (p,), Omega (p, p): fixed values (FULL/FS; CVFS samples them). concept_prior, delta_omega_prior,
+    alpha_prior, inclusion_prior: older keywords for the same priors (``program_priors``).
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant: {variant!r} is not one of {VARIANTS}")
+    priors = program_priors(variant, priors, concept_prior=concept_prior, delta_omega_prior=delta_omega_prior,
+                            alpha_prior=alpha_prior, inclusion_prior=inclusion_prior)
     allowed = jnp.asarray(allowed, bool)
     n, n_concepts = allowed.shape
     p = X.shape[-1] if X is not None else n_features
     if variant == "cvfs":
-        alpha_prior = alpha_prior if alpha_prior is not None else default_alpha_prior()
-        alpha = numpyro.sample("alpha", alpha_prior.expand([p]).to_event(1))
+        alpha = numpyro.sample("alpha", priors["alpha"].expand([p]).to_event(1))
         M = numpyro.sample("M", dist.Bernoulli(probs=alpha).expand([n_concepts - 1, p]).to_event(2))
         numpyro.sample("M_garbage", dist.Bernoulli(probs=alpha).to_event(1), obs=jnp.zeros(p))  # M_0 = 0
-        nu0 = p + delta_omega_prior.nu_extra
-        Omega = numpyro.sample("Omega", dist.InverseWishart(nu0, scale_matrix=delta_omega_prior.psi_scale
-                                                            * jnp.eye(p)))
-        delta = numpyro.sample("delta", dist.MultivariateNormal(jnp.zeros(p),
-                                                                covariance_matrix=Omega / delta_omega_prior.kappa0))
+        Omega = numpyro.sample("Omega", priors["Omega"].given(p))
+        delta = numpyro.sample("delta", priors["delta"].given(Omega))
     elif variant == "fs":
-        inclusion_prior = inclusion_prior if inclusion_prior is not None else dist.Bernoulli(probs=0.5)
-        M = numpyro.sample("M", inclusion_prior.expand([p]).to_event(1))
+        M = numpyro.sample("M", priors["M"].expand([p]).to_event(1))
     else:
         M = None
     if variant != "cvfs":
         delta = jnp.zeros(p) if delta is None else jnp.asarray(delta)
         Omega = jnp.eye(p) if Omega is None else jnp.asarray(Omega)
     masks = concept_masks(variant, M, n_concepts, p)
-    d = masks.sum(-1)
-    scale = jax.vmap(jnp.diag)(jnp.where(masks, concept_prior.v_scale * d[:, None], 1.0))
     with numpyro.plate("concept", n_concepts):
-        Sigma = numpyro.sample("Sigma", dist.InverseWishart(p + concept_prior.a_extra, scale_matrix=scale))
-        mu = numpyro.sample("mu", dist.MultivariateNormal(jnp.zeros(p), covariance_matrix=Sigma / concept_prior.b))
+        Sigma = numpyro.sample("Sigma", priors["Sigma"].given(masks))
+        mu = numpyro.sample("mu", priors["mu"].given(Sigma))
     with numpyro.plate("unit", n):
         Y = numpyro.sample("Y", dist.Categorical(probs=allowed / allowed.sum(-1, keepdims=True)))
     numpyro.factor("coverage", jnp.where(coverage_ok(Y, image_index, keyword_mask), 0.0, -jnp.inf))

@@ -7,6 +7,7 @@ import pytest
 import zoo
 from zoo.data import AnnotatedRegions
 from zoo.data.gustafson07 import sec6_synthetic
+from zoo.models.feature_selection import BackgroundCovariance, BackgroundMean, ConceptCovariance, ConceptMean
 from zoo.papers.gustafson07 import region_arrays, region_problem
 from zoo.diagnostics import independence_switch_rate, plot_switch_rates, switch_rates, thinned_switch_rate
 
@@ -61,17 +62,39 @@ def test_bad_input_is_a_value_error_naming_the_field():
 
 
 def test_priors_are_declarative_and_checked():
-    spec = zoo.model("gustafson07.cvfs", priors={"alpha": "Beta(1.0, 1.0)"}, gamma=5.0)
-    assert spec.priors["alpha"].__class__.__name__ == "Beta" and spec.options["gamma"] == 5.0
+    spec = zoo.model("gustafson07.cvfs", priors={"alpha": "Beta(1.0, 1.0)"})
+    assert spec.priors["alpha"].__class__.__name__ == "Beta"
     assert zoo.model("gustafson07.fs", priors={"M": "Bernoulli(0.2)"}).priors["M"].probs == pytest.approx(0.2)
-    with pytest.raises(ValueError, match="priors\\['alpha'\\]: the Gibbs update of alpha needs a Beta"):
+    with pytest.raises(ValueError, match="priors\\['alpha'\\]: the Gibbs update of alpha needs a prior of family Beta"):
         zoo.fit(zoo.model("gustafson07.cvfs", priors={"alpha": "Uniform(0.0, 1.0)"}), _regions(), progress_bar=False)
     with pytest.raises(ValueError, match="not a prior site"):
         zoo.model("gustafson07.full", priors={"alpha": "Beta(1.0, 1.0)"})
-    with pytest.raises(ValueError, match="v_scale"):
+    with pytest.raises(ValueError, match="v_scale"):                # the former option is now unknown
         zoo.model("gustafson07.fs", v_scale=-1.0)
-    with pytest.raises(ValueError, match="priors\\['M'\\]: the FS flip update needs a Bernoulli"):
+    with pytest.raises(ValueError, match="priors\\['Sigma'\\].*v_scale"):
+        zoo.model("gustafson07.fs", priors={"Sigma": "ConceptCovariance(2.0, -1.0)"})
+    with pytest.raises(ValueError, match="priors\\['Sigma'\\].*a_extra"):
+        zoo.model("gustafson07.full", priors={"Sigma": "ConceptCovariance(a_extra=1.0, v_scale=0.5)"})
+    spec = zoo.model("gustafson07.cvfs", priors={"Omega": "BackgroundCovariance(4.0, 2.0)"})
+    assert float(spec.priors["Omega"].nu_extra) == 4.0 and float(spec.priors["Omega"].psi_scale) == 2.0
+    with pytest.raises(ValueError, match="priors\\['M'\\]: the FS flip update needs a scalar Bernoulli"):
         region_problem(zoo.model("gustafson07.fs", priors={"M": "Beta(1.0, 1.0)"}), region_arrays(_regions()))
+
+
+def test_every_variant_exposes_its_priors_and_the_sampler_reads_them():
+    assert set(zoo.model("gustafson07.full").priors) == {"Sigma", "mu"}
+    assert set(zoo.model("gustafson07.fs").priors) == {"Sigma", "mu", "M"}
+    assert set(zoo.model("gustafson07.cvfs").priors) == {"Sigma", "mu", "alpha", "Omega", "delta"}
+    arrays = region_arrays(_regions())
+    default = region_problem(zoo.model("gustafson07.cvfs"), arrays)
+    assert tuple(default.concept_prior) == (2.0, 0.5, 1.0)            # the paper's a_extra, v_scale, b
+    assert float(default.delta_omega_prior.nu0) == 3 + 2.0 and float(default.delta_omega_prior.rho0) == 1.0
+    priors = {"Sigma": ConceptCovariance(3.0, 2.0), "mu": ConceptMean(4.0), "Omega": BackgroundCovariance(5.0, 0.5),
+              "delta": BackgroundMean(0.25)}
+    changed = region_problem(zoo.model("gustafson07.cvfs", priors=priors), arrays)
+    assert tuple(changed.concept_prior) == (3.0, 2.0, 4.0)
+    assert float(changed.delta_omega_prior.nu0) == 3 + 5.0 and float(changed.delta_omega_prior.rho0) == 0.25
+    assert np.allclose(changed.delta_omega_prior.S0, 0.5 * np.eye(3))
 
 
 def test_sampler_inputs_for_every_variant():

@@ -18,6 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 
+from zoo.models.feature_selection import BackgroundCovariance, BackgroundMean, ConceptCovariance, ConceptMean
+from zoo.models.shrinkage_mixture import ImproperInverseGamma
+
 __all__ = ["ALLOWED_DISTRIBUTIONS", "parse_prior", "load_priors_toml", "resolve_priors", "require_family",
            "dirichlet_concentration", "inverse_gamma_parameters", "beta_parameters", "beta_mixture_parameters"]
 
@@ -30,6 +33,9 @@ ALLOWED_DISTRIBUTIONS = {
         "LKJCholesky", "Delta",
     )
 }
+# prior families of zoo's own models whose law depends on other latent values (see their docstrings)
+ALLOWED_DISTRIBUTIONS.update({cls.__name__: cls for cls in (ConceptCovariance, ConceptMean, BackgroundCovariance,
+                                                            BackgroundMean, ImproperInverseGamma)})
 
 
 def _literal(node: ast.AST, text: str) -> Any:
@@ -219,7 +225,6 @@ def inverse_gamma_parameters(prior: dist.Distribution, site: str, *, improper_ok
 
     ``improper_ok`` also accepts ``zoo.models.shrinkage_mixture.ImproperInverseGamma`` (a <= 0 or b = 0 allowed).
     """
-    from zoo.models.shrinkage_mixture import ImproperInverseGamma  # models import nothing of zoo's user layer
     families = (dist.InverseGamma, ImproperInverseGamma) if improper_ok else (dist.InverseGamma,)
     if not isinstance(prior, families):
         raise _family_error(site, " or ".join(f.__name__ for f in families), prior, needed_by)

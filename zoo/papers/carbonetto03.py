@@ -11,12 +11,12 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 
 from zoo.data.containers import AnnotatedRegions, check_features
 from zoo.inference import em
-from zoo.options import boolean, nonnegative_float, positive_float, positive_int
 from zoo.models import shrinkage_mixture as sm
+from zoo.options import boolean, nonnegative_float, positive_float, positive_int
+from zoo.priors import dirichlet_concentration, inverse_gamma_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
@@ -145,28 +145,18 @@ def _program_kwargs(spec, X, allowed=None):
 # ------------------------------------------------------------------------------------------------------- EM
 def _ig_hyper(spec, use_prior):
     """(a, b) of the tau2 prior; MAP-EM's closed-form tau update needs the inverse-gamma family."""
-    prior = spec.priors["tau2"]
     if not use_prior:
         return 1.0, 1.0
-    if isinstance(prior, dist.InverseGamma):
-        return float(prior.concentration), float(prior.rate)
-    if isinstance(prior, sm.ImproperInverseGamma):
-        return float(prior.concentration), float(prior.rate)
-    raise ValueError(f"priors['tau2']: map_em's closed-form tau update needs an InverseGamma prior; got "
-                     f"{prior.__class__.__name__}. Use method='map' or 'nuts' (generic) for other families.")
+    return inverse_gamma_parameters(spec.priors["tau2"], "tau2", improper_ok=True,
+                                    needed_by="map_em's closed-form tau update")
 
 
 def _nu(spec, n_comp, use_prior):
     if not use_prior or "lambda" not in spec.priors:
         return np.ones(n_comp)
-    prior = spec.priors["lambda"]
-    if not isinstance(prior, dist.Dirichlet):
-        raise ValueError(f"priors['lambda']: map_em's lambda update needs a Dirichlet prior; got "
-                         f"{prior.__class__.__name__}")
-    nu = np.broadcast_to(np.asarray(prior.concentration), (n_comp,))
-    if np.any(nu < 1):
-        raise ValueError("priors['lambda']: MAP-EM needs Dirichlet concentrations >= 1 (else lambda hits 0)")
-    return nu
+    # concentrations >= 1, else the MAP-EM update can put lambda on 0
+    return dirichlet_concentration(spec.priors["lambda"], n_comp, "lambda", minimum=1.0,
+                                   needed_by="map_em's lambda update")
 
 
 def _initial_params(key, X_centred, allowed, n_comp, sigma_star, diagonal, known, init_means):

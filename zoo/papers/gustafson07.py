@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import Any
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,12 +26,13 @@ from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.label_feature_gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
 from zoo.inference.label_feature_state import BetaMixture, RegionProblem
-from zoo.models.feature_selection import DeltaOmegaPrior, default_alpha_prior, feature_selection_model
-from zoo.options import positive_float
+from zoo.models.feature_selection import default_priors, feature_selection_model
+from zoo.priors import beta_mixture_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
-__all__ = ["RegionLabelPrediction", "RegionArrays", "region_arrays", "predict_labels", "GARBAGE"]
+__all__ = ["RegionLabelPrediction", "RegionArrays", "RegionHyper", "region_arrays", "region_hyper", "region_problem",
+           "program_kwargs", "predict_labels", "GARBAGE"]
 
 PAPER = "Gustafson, Thompson & de Freitas 2007"
 GARBAGE = "<garbage>"
@@ -119,52 +120,58 @@ def region_arrays(data: AnnotatedRegions, mean=None, scale=None) -> RegionArrays
 
 # ---------------------------------------------------------------------------------------------------- model specs
 
-def _build(variant: str, *, a_extra: float = 2.0, v_scale: float = 0.5, b: float = 1.0, omega: float = 0.5,
-           gamma: float = 10.0, nu_extra: float = 2.0, psi_scale: float = 1.0, kappa0: float = 1.0):
-    """Options: a_extra (IW dof = d + a_extra), v_scale (V = v_scale d I), b (mu | Sigma ~ N(0, Sigma/b)); CVFS:
-    omega, gamma (default alpha prior omega Beta(1,g) + (1-omega) Beta(g,1)), nu_extra, psi_scale, kappa0 (prior
-    of (delta, Omega): Omega ~ IW_{p+nu_extra}((psi_scale I)^{-1}), delta | Omega ~ N(0, Omega/kappa0))."""
-    a_extra = positive_float(a_extra, "a_extra")
-    if a_extra <= 1.0:
-        raise ValueError(f"a_extra: must exceed 1 so the IW prior of Sigma_k is proper in every dimension, got {a_extra}")
-    cp = ConceptPrior(a_extra=a_extra, v_scale=positive_float(v_scale, "v_scale"), b=positive_float(b, "b"))
-    dop = DeltaOmegaPrior(nu_extra=positive_float(nu_extra, "nu_extra"),
-                          psi_scale=positive_float(psi_scale, "psi_scale"), kappa0=positive_float(kappa0, "kappa0"))
-    if not 0 <= omega <= 1:
-        raise ValueError(f"omega: expected a weight in [0, 1], got {omega!r}")
-    gamma = positive_float(gamma, "gamma")
-    options = dict(variant=variant, a_extra=cp.a_extra, v_scale=cp.v_scale, b=cp.b)
-    priors: dict[str, Any] = {}
-    if variant == "cvfs":
-        options.update(omega=float(omega), gamma=gamma, nu_extra=dop.nu_extra, psi_scale=dop.psi_scale,
-                       kappa0=dop.kappa0)
-        priors["alpha"] = default_alpha_prior(float(omega), gamma)
-    if variant == "fs":
-        priors["M"] = dist.Bernoulli(probs=0.5)
-    program = partial(feature_selection_model, variant=variant, concept_prior=cp, delta_omega_prior=dop)
-    return program, options, priors
+def _build(variant: str):
+    """No options: every prior is a prior site (``zoo.models.feature_selection.PRIOR_SITES``; swap them with
+    ``priors=``): Sigma ~ ConceptCovariance(a_extra, v_scale), mu ~ ConceptMean(b) (all variants); M (FS, a
+    Bernoulli per feature); alpha (CVFS, a Beta or a mixture of Betas), Omega ~ BackgroundCovariance(nu_extra,
+    psi_scale), delta ~ BackgroundMean(kappa0) (CVFS)."""
+    return partial(feature_selection_model, variant=variant), dict(variant=variant), default_priors(variant)
 
 
-def _alpha_mixture(prior) -> BetaMixture:
-    """BetaMixture from a Beta or a MixtureSameFamily of Betas (what the Gibbs step for alpha supports)."""
-    if isinstance(prior, dist.Beta):
-        return BetaMixture(jnp.ones(1), jnp.atleast_1d(prior.concentration1), jnp.atleast_1d(prior.concentration0))
-    if isinstance(prior, dist.MixtureSameFamily) and isinstance(prior.component_distribution, dist.Beta):
-        comp = prior.component_distribution
-        return BetaMixture(jnp.asarray(prior.mixing_distribution.probs), jnp.asarray(comp.concentration1),
-                           jnp.asarray(comp.concentration0))
-    raise ValueError(f"priors['alpha']: the Gibbs update of alpha needs a Beta or a mixture of Betas "
-                     f"(MixtureSameFamily with Beta components); got {prior.__class__.__name__}")
+class RegionHyper(NamedTuple):
+    """The sampler's prior settings, from a spec's priors (``region_hyper``)."""
+    concept_prior: ConceptPrior
+    delta_omega_prior: NIWPrior
+    alpha_prior: BetaMixture
+    inclusion_logit: float
 
 
 def _inclusion_logit(prior) -> float:
-    if not isinstance(prior, (dist.BernoulliProbs, dist.BernoulliLogits)):
-        raise ValueError(f"priors['M']: the FS flip update needs a Bernoulli prior on each M_j; "
+    if not isinstance(prior, (dist.BernoulliProbs, dist.BernoulliLogits)) or jnp.shape(prior.probs) != ():
+        raise ValueError(f"priors['M']: the FS flip update needs a scalar Bernoulli prior on each M_j; "
                          f"got {prior.__class__.__name__}")
     q = float(np.asarray(prior.probs))
     if not 0 < q < 1:
         raise ValueError(f"priors['M']: Pr(M_j = 1) must lie strictly between 0 and 1, got {q}")
     return float(np.log(q) - np.log1p(-q))
+
+
+def region_hyper(spec, n_features: int) -> RegionHyper:
+    """The one function that turns ``spec.priors`` into the sampler's prior settings (families checked here,
+    ValueErrors naming the site). The sites a variant lacks get the values that keep the sweep's arithmetic
+    unused: FULL/FS no alpha (Beta(1, 1)), no (delta, Omega) prior (the default's numbers); FULL/CVFS no M prior."""
+    variant = spec.options["variant"]
+    priors = {**default_priors("cvfs"), **spec.priors}
+    sigma, mu, omega, delta = (priors[s] for s in ("Sigma", "mu", "Omega", "delta"))
+    p = int(n_features)
+    concept = ConceptPrior(float(sigma.a_extra), float(sigma.v_scale), float(mu.b))
+    background = NIWPrior(nu0=jnp.asarray(p + float(omega.nu_extra)), S0=float(omega.psi_scale) * jnp.eye(p),
+                          rho0=jnp.asarray(float(delta.kappa0)), mu0=jnp.zeros(p))
+    if variant == "cvfs":
+        weights, a, b = beta_mixture_parameters(priors["alpha"], "alpha", needed_by="the Gibbs update of alpha")
+        alpha = BetaMixture(jnp.asarray(weights), jnp.asarray(a), jnp.asarray(b))
+    else:
+        alpha = BetaMixture(jnp.ones(1), jnp.ones(1), jnp.ones(1))
+    logit = _inclusion_logit(priors["M"]) if variant == "fs" else 0.0
+    return RegionHyper(concept, background, alpha, logit)
+
+
+def program_kwargs(spec, data) -> dict:
+    """Keyword arguments of ``spec.program`` for ``data`` (AnnotatedRegions, or what ``region_arrays`` made of
+    them): the standardized arrays and the spec's priors, so the program is the model the custom sampler fits."""
+    arrays = data if isinstance(data, RegionArrays) else region_arrays(_check_regions(data, spec.options["variant"]))
+    return dict(allowed=jnp.asarray(arrays.allowed), image_index=jnp.asarray(arrays.image_index),
+                keyword_mask=jnp.asarray(arrays.keyword_mask), X=jnp.asarray(arrays.X), priors=dict(spec.priors))
 
 
 def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, flips_per_sweep: int | None = None,
@@ -183,25 +190,19 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
             or not np.isfinite(omega_dof) or not omega_dof > arrays.X.shape[1] + 1):
         raise ValueError(f"omega_dof: the inverse-Wishart proposal needs more than p + 1 = {arrays.X.shape[1] + 1} "
                          f"degrees of freedom, got {omega_dof!r}")
-    o = spec.options
-    variant = o["variant"]
     X = arrays.X
     n, p = X.shape
     if flips_per_sweep is None:
         flips_per_sweep = p if flip_scan == "systematic" else 1
     delta0 = X.mean(0)
     Omega0 = np.cov(X, rowvar=False, bias=True).reshape(p, p) + 1e-9 * np.eye(p)
-    alpha = _alpha_mixture(spec.priors["alpha"]) if variant == "cvfs" else BetaMixture(
-        jnp.ones(1), jnp.ones(1), jnp.ones(1))
-    logit = _inclusion_logit(spec.priors["M"]) if variant == "fs" else 0.0
-    nu_extra, psi, kappa = (o.get("nu_extra", 2.0), o.get("psi_scale", 1.0), o.get("kappa0", 1.0))
+    hyper = region_hyper(spec, p)
     return RegionProblem(
         X=jnp.asarray(X), allowed=jnp.asarray(arrays.allowed), keyword_mask=jnp.asarray(arrays.keyword_mask),
         image_slots=jnp.asarray(arrays.image_slots),
-        concept_prior=ConceptPrior(o["a_extra"], o["v_scale"], o["b"]),
-        delta_omega_prior=NIWPrior(nu0=jnp.asarray(p + nu_extra), S0=psi * jnp.eye(p), rho0=jnp.asarray(kappa),
-                                   mu0=jnp.zeros(p)),
-        alpha_prior=alpha, inclusion_logit=jnp.asarray(logit), delta0=jnp.asarray(delta0), Omega0=jnp.asarray(Omega0),
+        concept_prior=hyper.concept_prior, delta_omega_prior=hyper.delta_omega_prior,
+        alpha_prior=hyper.alpha_prior, inclusion_logit=jnp.asarray(hyper.inclusion_logit),
+        delta0=jnp.asarray(delta0), Omega0=jnp.asarray(Omega0),
         exact_delta_omega=jnp.asarray(bool(exact_delta_omega)), flips_per_sweep=jnp.asarray(int(flips_per_sweep)),
         systematic_scan=jnp.asarray(flip_scan == "systematic"), joint_moves=jnp.asarray(int(joint_moves)),
         omega_steps=jnp.asarray(int(omega_steps)), omega_dof=jnp.asarray(float(omega_dof)))
@@ -213,9 +214,9 @@ def _int_option(name, value, minimum):
     return int(value)
 
 
-_MAX_STORED_PROBA = 2.0e7
+_MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to this many numbers
 JOINT_MOVES = 2    # joint (indicator, labels) moves per sweep (FS, CVFS)
-OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)   # label_proba draws are kept in the posterior up to this many numbers
+OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)
 
 
 def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup: int = 200, num_samples: int = 1000,
