@@ -70,7 +70,8 @@ def diagnose_elements(idata, sites: Sequence[str]):
             mcse = np.asarray(az.mcse(subset, method="mean")[name]).reshape(-1)
         flat = values.reshape(n_chain * n_draw, -1)
         constant = np.all(flat == flat[:1], axis=0)
-        by_chain = values.reshape(n_chain, n_draw, -1)
+        # a point estimate repeated over a restart's draws stays one after relabelling permutes it: judged raw
+        by_chain = np.asarray(post[site]).reshape(n_chain, n_draw, -1)
         within = np.all(by_chain == by_chain[:, :1], axis=(0, 1))
         for i, label in enumerate(_element_names(name, values.shape[2:])):
             rows.append({"site": site, "element": label, "r_hat": r_hat[i], "ess_bulk": ess_bulk[i],
