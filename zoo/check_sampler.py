@@ -125,10 +125,11 @@ def score(name: str, reference: Reference, per_draw: dict, draws: int, chains: i
 
 
 def check_sampler(reference: Reference, samplers: Sequence[Any], *, draws: Sequence[int] = (500, 2000),
-                  chains: int = 4, warmup: int = 500, seed: int = 0, data: Any = None) -> list[SamplerScore]:
+                  chains: int = 4, warmup: int = 500, seed: int = 0, data: Any = None,
+                  progress: Callable | None = None) -> list[SamplerScore]:
     """Score every sampler of ``samplers`` at every budget of ``draws`` (draws per chain) against ``reference``.
-    ``data``: the data the samplers get (None: the reference problem's). Returns one SamplerScore per (sampler,
-    budget), in that order."""
+    ``data``: the data the samplers get (None: the reference problem's); ``progress(score)`` is called after each
+    (sampler, budget) (e.g. ``print``). Returns one SamplerScore per (sampler, budget), in that order."""
     from zoo.reference_problems import problem
     if not isinstance(reference, Reference):
         raise ValueError(f"reference: expected a zoo.Reference, got {type(reference).__name__}")
@@ -155,6 +156,8 @@ def check_sampler(reference: Reference, samplers: Sequence[Any], *, draws: Seque
             per_draw = prob.quantities(out)
             n_chains = next(iter(per_draw.values())).shape[0]
             scores.append(score(name, reference, per_draw, budget, n_chains, seconds, max(first - seconds, 0.0)))
+            if progress is not None:
+                progress(scores[-1])
     return scores
 
 
@@ -201,7 +204,9 @@ def cli(args) -> int:
     from zoo.reference_problems import problem
     ref = reference(args.model, args.dataset)
     names = args.sampler or list(problem(args.model, args.dataset).samplers)
-    scores = check_sampler(ref, names, draws=tuple(args.draws), chains=args.chains, warmup=args.warmup)
+    scores = check_sampler(ref, names, draws=tuple(args.draws), chains=args.chains, warmup=args.warmup,
+                           progress=lambda s: print(f"  {s.sampler}: {s.draws} draws, {s.seconds:.1f} s, "
+                                                    f"RMSE {s.rmse:.4f}", flush=True))
     print(ref.summary())
     print(format_table(scores))
     out = pathlib.Path(args.out)
