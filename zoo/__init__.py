@@ -41,7 +41,7 @@ def __getattr__(name: str):
         globals()[name] = value  # later lookups skip this function
         return value
     if name in ("data", "metrics", "diagnostics", "priors", "results", "registry", "bench", "experiments",
-                "papers", "models", "inference"):
+                "papers", "models", "inference", "leaderboard", "baselines", "sbc"):
         return importlib.import_module(f"zoo.{name}")
     raise AttributeError(f"module 'zoo' has no attribute {name!r}")
 
