@@ -88,7 +88,6 @@ def _gustafson07(spec: ModelSpec, data, method: str, options: Mapping[str, Any])
     """ZooKernel of ``build_gibbs_kernel`` on AnnotatedRegions ``data`` (features standardized as ``zoo.fit``
     does): draws Y (n,), M (K+1, p), n_relevant (K+1,), label_proba (n, K+1), unit_loglik (n,), acceptances,
     and for CVFS alpha (p,), delta (p,), Omega (p, p)."""
-    import jax.numpy as jnp
     from zoo.inference.label_feature_gibbs import Collect, build_gibbs_kernel, collect_names
     from zoo.papers import gustafson07
     opts = _options(options, _GUSTAFSON_OPTIONS, method)
@@ -99,19 +98,9 @@ def _gustafson07(spec: ModelSpec, data, method: str, options: Mapping[str, Any])
     data = gustafson07._check_regions(data, variant)
     arrays = gustafson07.region_arrays(data)
     problem = gustafson07.region_problem(spec, arrays, exact_delta_omega=update == "exact", **opts)
-    program = functools.partial(spec.program, jnp.asarray(arrays.allowed), jnp.asarray(arrays.image_index),
-                                jnp.asarray(arrays.keyword_mask), jnp.asarray(arrays.X),
-                                **_gustafson_priors(spec, variant))
+    # the program with the spec's priors, so that az.from_numpyro's prior and the kernel's target agree
+    program = functools.partial(spec.program, **gustafson07.program_kwargs(spec, arrays))
     return ZooKernel(build_gibbs_kernel, variant, problem, Collect(variant, collect_names(variant)), program)
-
-
-def _gustafson_priors(spec: ModelSpec, variant: str) -> dict:
-    """The program's prior keywords from the spec's priors (alpha for CVFS, the inclusion prior for FS)."""
-    if variant == "cvfs":
-        return {"alpha_prior": spec.priors["alpha"]}
-    if variant == "fs":
-        return {"inclusion_prior": spec.priors["M"]}
-    return {}
 
 
 def _generic_nuts(spec: ModelSpec, data, method: str, options: Mapping[str, Any]) -> MCMCKernel:
