@@ -1,6 +1,7 @@
 """Same seed, same result: two fits with the same seed (an int, a NumPy int or the JAX key it maps to) give
 identical posterior arrays, for the custom samplers under each chain method and for the generic methods; a
-different seed gives different draws."""
+different seed gives different draws. (chain_method="parallel" of the custom samplers: tests/test_parallel_chains.py,
+each chain equal to the sequential run.)"""
 import numpy as np
 import pytest
 
@@ -28,6 +29,10 @@ CASES = [
     ("carbonetto03.shrinkage_mixture", SEC2, dict(method="map", num_chains=2, num_steps=20)),
     ("carbonetto03.shrinkage_mixture", SEC2, dict(method="nuts", num_chains=2, num_warmup=5, num_samples=5,
                                                   chain_method="sequential")),
+    # "parallel" passes zoo.options' check for every MCMC method; NumPyro's own parallel chains (pmap) draw them
+    # one after another when there are fewer devices than chains
+    ("carbonetto03.shrinkage_mixture", SEC2, dict(method="nuts", num_chains=2, num_warmup=5, num_samples=5,
+                                                  chain_method="parallel")),
 ]
 
 

@@ -37,6 +37,21 @@ def test_parallel_gustafson07_chains_equal_sequential_on_four_devices():
     assert "gustafson07 ok" in _run_child("gustafson07")
 
 
+def test_parallel_on_the_devices_at_hand_equals_sequential():
+    """In this process (one CPU device unless XLA_FLAGS says otherwise): the same draws as sequential chains."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from zoo.inference.driver import sample_chunked
+    from test_golden_draws import _WalkConfig, _build_walk, _walk_info, _walk_x
+    keys = jax.random.split(jax.random.PRNGKey(9), 3)
+    runs = [sample_chunked(_build_walk, _WalkConfig(), jnp.asarray(0.5), keys, num_warmup=3, num_sampling_sweeps=8,
+                           observe=_walk_x, accumulate=_walk_info, chunk=3, chain_method=m)
+            for m in ("sequential", "parallel")]
+    np.testing.assert_array_equal(runs[0].draws["x"], runs[1].draws["x"])
+    np.testing.assert_array_equal(np.asarray(runs[0].running), np.asarray(runs[1].running))
+
+
 def test_chain_method_is_validated_in_one_place():
     from zoo.inference.driver import CHAIN_METHODS as DRIVER_METHODS
     from zoo.options import CHAIN_METHODS, chain_method, check_common_options
