@@ -31,6 +31,7 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
+from zoo.inference.linalg import cholesky, spd_solve   # not LAPACK: see inference/linalg.py
 from zoo.inference.collapsed_niw import (ConceptPrior, collapsed_concept_log_density, gaussian_logpdf_masked,
                                          masked_cholesky, masked_matrix)
 
@@ -215,7 +216,7 @@ class FeatureSelectionNormal(dist.Distribution):
         mask, mu, sigma = self._flat()
         x = jnp.broadcast_to(value, self.batch_shape + (p,)).reshape(-1, p)
         full = jnp.ones(p, bool)
-        chol_omega_full = jnp.linalg.cholesky(self.Omega)
+        chol_omega_full = cholesky(self.Omega)
 
         def one(xi, mi, mui, si):
             rel = gaussian_logpdf_masked(xi[None], mui, masked_cholesky(si, mi), mi)[0]
@@ -232,13 +233,13 @@ class FeatureSelectionNormal(dist.Distribution):
         total = math.prod(sample_shape)                  # static: sample_shape is a tuple (jit-safe)
         k_rel, k_base = jax.random.split(key)
         z_rel = jax.random.normal(k_rel, (total, n, p))
-        z_base = self.delta + jax.random.normal(k_base, (total, n, p)) @ jnp.linalg.cholesky(self.Omega).T
+        z_base = self.delta + jax.random.normal(k_base, (total, n, p)) @ cholesky(self.Omega).T
 
         def one(zr, zb, mi, mui, si):
             m = mi.astype(zb.dtype)
             x_rel = mui + masked_cholesky(si, mi) @ zr          # relevant part ~ N(mu_M, Sigma_MM)
             # eq. 11 read backwards: x_{M^c} = z_{M^c} + Omega_{M^c M} Omega_MM^{-1} (x_M - z_M)
-            u = jnp.linalg.solve(masked_matrix(self.Omega, mi), (x_rel - zb) * m)
+            u = spd_solve(masked_matrix(self.Omega, mi), (x_rel - zb) * m)
             return jnp.where(mi, x_rel, zb + self.Omega @ u)
 
         out = jax.vmap(lambda zr, zb: jax.vmap(one)(zr, zb, mask, mu, sigma))(z_rel, z_base)
