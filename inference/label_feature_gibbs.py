@@ -200,13 +200,16 @@ FAST_COMPILE_WORK = 250_000
 
 def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2, num_warmup: int = 200,
               num_samples: int = 1000, thinning: int = 1, collect=None, progress=None, progress_bar: bool = False,
-              chunk: int = 50, fast_compile: bool | None = None, vectorized: bool = False):
+              chunk: int = 50, fast_compile: bool | None = None, vectorized: bool = False,
+              chain_method: str | None = None):
     """Run ``num_chains`` chains of ``gibbs_step`` with ``driver.sample_chunked``: one compiled chunk of ``chunk``
     groups of ``thinning`` sweeps reused for warm-up and sampling (the same chain as ``numpyro.infer.MCMC`` with
     ``LabelFeatureGibbs``, compiled once). The chains run one after another (lax.map), unbatched, unless
     ``vectorized``: under vmap the sweep's data-dependent loops and branches (the joint move's unit loop and its
     skip of unchanged labels) turn into selects over the whole carry, about 2x the time per chain-sweep (a single
     chain under vmap: 2.4 -> 5.9 ms per sweep on the bench problem).
+    ``chain_method`` ("sequential", "vectorized" or "parallel": chains sharded over ``jax.devices()``) overrides
+    ``vectorized`` when given.
     ``fast_compile``: compile without XLA's backend optimization (half the compile time, slower sweeps); None =
     when num_chains x (num_warmup + num_samples) x units <= FAST_COMPILE_WORK. Timings (benchmarks) pass False.
     ``progress(n_sweeps)`` is called after every chunk (``progress_bar`` is no longer drawn here: pass
@@ -226,7 +229,7 @@ def run_gibbs(problem: RegionProblem, variant: str, key, *, num_chains: int = 2,
     result = sample_chunked(build_gibbs_kernel, variant, problem, jax.random.split(key, num_chains),
                             num_warmup=num_warmup, num_sampling_sweeps=num_samples,
                             observe=Collect(variant, names), accumulate=label_proba_sum, thinning=thinning,
-                            keep_index=0, chunk=chunk, chain_method="vectorized" if vectorized else "sequential",
+                            keep_index=0, chunk=chunk, chain_method=chain_method or ("vectorized" if vectorized else "sequential"),
                             compiler_options=FAST_COMPILE_OPTIONS if fast_compile else None, progress=progress)
     return result.draws, result
 

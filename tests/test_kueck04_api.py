@@ -122,7 +122,7 @@ def test_bad_input_raises_value_error_naming_the_field(ring):
     with pytest.raises(ValueError, match="group_labels"):
         zoo.fit(spec, single)
     with pytest.raises(ValueError, match="chain_method"):
-        zoo.fit(spec, ring, chain_method="parallel")
+        zoo.fit(spec, ring, chain_method="pmap")
     with pytest.raises(ValueError, match="unknown option"):
         zoo.fit(spec, ring, num_samplez=10)
     with pytest.raises(ValueError, match="tau"):

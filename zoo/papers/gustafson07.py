@@ -27,6 +27,7 @@ from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.label_feature_gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
 from zoo.inference.label_feature_state import BetaMixture, RegionProblem
 from zoo.models.feature_selection import default_priors, feature_selection_model
+from zoo.options import chain_method as check_chain_method
 from zoo.priors import beta_mixture_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
@@ -223,7 +224,7 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
                      thinning: int = 1, keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
                      flip_scan: str = "systematic", flips_per_sweep: int | None = None, joint_moves: int | None = None,
                      omega_steps: int | None = None, omega_dof: float | None = None, progress_bar: bool = True,
-                     **unknown) -> Fit:
+                     chain_method: str = "sequential", **unknown) -> Fit:
     """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega)).
 
     delta_omega_update (CVFS): "exact" (default) = the eq. 11 data augmentation with a Metropolis-Hastings
@@ -234,7 +235,7 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     flips_per_sweep: flips of each M_k per sweep (default: p for "systematic", 1 for "random" as in the paper).
     The default departs from the paper's one flip per sweep: given the labels, a flip of an uncertain indicator is
     rarely accepted, and one random flip per sweep leaves those indicators frozen for thousands of sweeps
-    (zoo.experiments.gustafson07.bench_cvfs measures both).
+    (zoo.experiments.gustafson07_bench.bench_cvfs measures both).
     joint_moves (FS, CVFS; default JOINT_MOVES = 2): joint moves per sweep of one indicator and the labels it
     affects (an exact Metropolis-Hastings move with a sequential collapsed label proposal, not in the paper: given
     the labels an uncertain indicator's flip is nearly deterministic); 0 = none.
@@ -245,9 +246,10 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     if unknown:
         raise ValueError(f"collapsed_gibbs: unknown option(s) {', '.join(sorted(unknown))}; options: num_chains, "
                          f"num_warmup, num_samples, thinning, keep_label_proba, delta_omega_update, flip_scan, "
-                         f"flips_per_sweep, joint_moves, omega_steps, omega_dof, progress_bar")
+                         f"flips_per_sweep, joint_moves, omega_steps, omega_dof, progress_bar, chain_method")
     if delta_omega_update not in ("exact", "paper"):
         raise ValueError(f"delta_omega_update: expected 'exact' or 'paper', got {delta_omega_update!r}")
+    chain_method = check_chain_method(chain_method, "chain_method")
     variant = spec.options["variant"]
     num_chains = _int_option("num_chains", num_chains, 1)
     num_warmup = _int_option("num_warmup", num_warmup, 0)
@@ -274,7 +276,7 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
               leave=False) as bar:
         draws, result = run_gibbs(problem, variant, jax.random.PRNGKey(seed), num_chains=num_chains,
                                   num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, collect=names,
-                                  progress=bar.update)
+                                  progress=bar.update, chain_method=chain_method)
     # the Rao-Blackwellized label probabilities: eq. 1 averaged over every sampling sweep of every chain
     rb = np.asarray(result.running).sum(0) / max(num_chains * result.n_running, 1)
     last = result.last

@@ -37,7 +37,7 @@ from zoo.inference.mil_gibbs import (MILConfig, MILGibbs, MILHyper, MILProblem, 
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
                                    LABEL_POSITIVE, default_priors, gram_matrix, kernel_mil_program)
-from zoo.options import positive_float
+from zoo.options import chain_method as check_chain_method, positive_float
 from zoo.priors import beta_parameters, inverse_gamma_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
@@ -325,8 +325,7 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
         raise ValueError(f"{method_name}: unknown option(s) {', '.join(sorted(unknown))}")
     if driver not in ("chunked", "numpyro"):
         raise ValueError(f"driver: {driver!r} is not 'chunked' or 'numpyro'")
-    if chain_method not in ("vectorized", "sequential") and not (driver == "numpyro" and chain_method == "parallel"):
-        raise ValueError(f"chain_method: {chain_method!r} is not 'vectorized' or 'sequential'")
+    chain_method = check_chain_method(chain_method, "chain_method")
     if beta_move not in ("gibbs", "laplace"):
         raise ValueError(f"beta_move: {beta_move!r} is not 'gibbs' or 'laplace'")
     for name, value, low in (("num_chains", num_chains, 1), ("num_warmup", num_warmup, 0),
