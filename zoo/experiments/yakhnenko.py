@@ -172,8 +172,9 @@ def run_synthetic(fast: bool) -> SyntheticResult:
                             ("MoM-HDP (truncation 15)", "yakhnenko.mom_hdp", dict(truncation=15))):
         fit = _fit(mid, train, fast, **opts)
         best = fit.state.best_chain
-        phi_w = fit.idata.posterior["phi_w"].values[best, 0]
-        phi_b = fit.idata.posterior["phi_b"].values[best, 0]
+        # q's means (the posterior holds draws of q): phi ~ Dir(lambda) has mean lambda / sum(lambda)
+        phi_w = fit.state.lambda_w / fit.state.lambda_w.sum(axis=1, keepdims=True)
+        phi_b = fit.state.lambda_b / fit.state.lambda_b.sum(axis=1, keepdims=True)
         usage = fit.idata.sample_stats["factor_usage"].values[best, 0]
         top = np.argsort(-usage)[:k]                       # the k most used factors against the k true ones
         from zoo.papers import yakhnenko as yh
