@@ -102,9 +102,9 @@ def run_em_sharded(X, inits: Params, hyper: Hyper, allowed, config: EMConfig, ma
 
 
 def _mcvq_specs():
-    """PartitionSpecs of a stacked (restart-first) MCVQ EMState: parameters and g replicated, m and z by case."""
+    """PartitionSpecs of a stacked (restart-first) MCVQ MCVQState: parameters and g replicated, m and z by case."""
     whole, cases = PartitionSpec(), PartitionSpec(None, DATA_AXIS)
-    return vem.EMState(params=whole, post=MCVQPosterior(g=whole, m=cases, z=cases))
+    return vem.MCVQState(params=whole, post=MCVQPosterior(g=whole, m=cases, z=cases))
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"))
@@ -122,8 +122,8 @@ def _mcvq_chunk(states, temps, X, M, weight, conc, sigma_floor, *, config, mesh)
                          out_specs=(specs, whole), check_vma=False)(states, X, M, weight, temps, conc, sigma_floor)
 
 
-def run_variational_em_sharded(init_states: vem.EMState, X, M, temperatures, conc, sigma_floor: float,
-                               config: vem.EMConfig, chunk: int = 10, mesh: Optional[Mesh] = None):
+def run_variational_em_sharded(init_states: vem.MCVQState, X, M, temperatures, conc, sigma_floor: float,
+                               config: vem.MCVQConfig, chunk: int = 10, mesh: Optional[Mesh] = None):
     """``zoo.inference.variational_em.run_variational_em`` (MCVQ, Ross 2003) with the cases split over ``mesh``'s
     devices: X, M (C, D) and the per-case posteriors m (R, C, N, K, J), z (R, C, N) by case, the parameters and g
     replicated; the sums over cases (M-step moments, b and beta counts, the KL terms of F) are psum'd. Padding
@@ -142,7 +142,7 @@ def run_variational_em_sharded(init_states: vem.EMState, X, M, temperatures, con
     m = pad_cases(post.m, 1.0 / n_states)
     z = pad_cases(post.z, 0.0)
     by_case = NamedSharding(mesh, PartitionSpec(None, DATA_AXIS))
-    states = vem.EMState(params=replicate(init_states.params, mesh),
+    states = vem.MCVQState(params=replicate(init_states.params, mesh),
                          post=MCVQPosterior(g=replicate(post.g, mesh),
                                             m=jax.make_array_from_callback(m.shape, by_case, lambda i: m[i]),
                                             z=jax.make_array_from_callback(z.shape, by_case, lambda i: z[i])))

@@ -19,10 +19,10 @@ from .mcvq_steps import (MCVQParams, MCVQPosterior, PriorConcentrations, data_te
                            e_step_states, expected_energy, free_energy, m_step_gaussians,
                            m_step_ownership, m_step_priors, state_weights, sufficient_statistics)
 
-__all__ = ["EMConfig", "EMState", "temperature_schedule", "initialize", "em_iteration", "run_variational_em"]
+__all__ = ["MCVQConfig", "MCVQState", "temperature_schedule", "initialize", "em_iteration", "run_variational_em"]
 
 
-class EMConfig(NamedTuple):
+class MCVQConfig(NamedTuple):
     """Static settings: ``update_classes`` (clustered model: z is inferred), ``update_beta`` (beta re-estimated),
     ``with_beta_prior`` (a Dirichlet prior on beta enters F)."""
     update_classes: bool = False
@@ -30,7 +30,7 @@ class EMConfig(NamedTuple):
     with_beta_prior: bool = False
 
 
-class EMState(NamedTuple):
+class MCVQState(NamedTuple):
     params: MCVQParams
     post: MCVQPosterior
 
@@ -51,7 +51,7 @@ def temperature_schedule(n_iter: int, t_start: float, n_anneal: int) -> np.ndarr
 
 @functools.partial(jax.jit, static_argnames=("n_vqs", "n_states", "n_classes", "random_class_priors"))
 def initialize(key, X, M, n_vqs: int, n_states: int, n_classes: int, sigma_floor: float,
-               z_init: jnp.ndarray | None = None, random_class_priors: bool = False) -> EMState:
+               z_init: jnp.ndarray | None = None, random_class_priors: bool = False) -> MCVQState:
     """A random initial state: each state's mean is a random training case (column means at its missing
     entries), sigma the per-dimension standard deviation, g uniform with a small jitter, a and b uniform
     (b random per class when ``random_class_priors``, which breaks the symmetry of the clustered model)."""
@@ -76,11 +76,11 @@ def initialize(key, X, M, n_vqs: int, n_states: int, n_classes: int, sigma_floor
         z_init = (jax.random.dirichlet(k_z, jnp.ones(N), shape=(C,)) if N > 1 else jnp.ones((C, 1)))
     beta = z_init.mean(0)
     m = jnp.full((C, N, K, J), 1.0 / J)
-    return EMState(MCVQParams(mu=mu, sigma=sigma, a=a, b=b, beta=beta), MCVQPosterior(g=g, m=m, z=z_init))
+    return MCVQState(MCVQParams(mu=mu, sigma=sigma, a=a, b=b, beta=beta), MCVQPosterior(g=g, m=m, z=z_init))
 
 
-def em_iteration(state: EMState, temperature, X, M, conc: PriorConcentrations, sigma_floor,
-                 config: EMConfig, weight=None, data_axis=None) -> tuple[EMState, jnp.ndarray]:
+def em_iteration(state: MCVQState, temperature, X, M, conc: PriorConcentrations, sigma_floor,
+                 config: MCVQConfig, weight=None, data_axis=None) -> tuple[MCVQState, jnp.ndarray]:
     """One variational EM iteration at temperature T; returns the new state and F_T after it. ``weight`` (C,),
     ``data_axis``: this shard's cases of a data-sharded fit (zoo.inference.sharding.run_variational_em_sharded):
     padding cases (weight 0) get z = 0, which removes them from every sum; the sums over cases are psum'd."""
@@ -102,11 +102,11 @@ def em_iteration(state: EMState, temperature, X, M, conc: PriorConcentrations, s
     a, b, beta = m_step_priors(post, temperature, conc, config.update_beta, data_axis)
     params = MCVQParams(mu=mu, sigma=sigma, a=a, b=b, beta=params.beta if beta is None else beta)
     F = free_energy((g * energy_dk).sum(), params, post, temperature, conc, config.with_beta_prior, data_axis)
-    return EMState(params, post), F
+    return MCVQState(params, post), F
 
 
 @functools.partial(jax.jit, static_argnames=("config",))
-def _run_chunk(states: EMState, temps, X, M, conc: PriorConcentrations, sigma_floor, config: EMConfig):
+def _run_chunk(states: MCVQState, temps, X, M, conc: PriorConcentrations, sigma_floor, config: MCVQConfig):
     """Every restart through the temperatures ``temps`` (compiled once per shape and config, reused across fits)."""
     def one_restart(state):
         def body(s, t):
@@ -115,9 +115,9 @@ def _run_chunk(states: EMState, temps, X, M, conc: PriorConcentrations, sigma_fl
     return jax.vmap(one_restart)(states)
 
 
-def run_variational_em(init_states: EMState, X, M, temperatures, conc: PriorConcentrations, sigma_floor: float,
-                       config: EMConfig, chunk: int = 10,
-                       progress: Callable[[int], None] | None = None) -> tuple[EMState, np.ndarray]:
+def run_variational_em(init_states: MCVQState, X, M, temperatures, conc: PriorConcentrations, sigma_floor: float,
+                       config: MCVQConfig, chunk: int = 10,
+                       progress: Callable[[int], None] | None = None) -> tuple[MCVQState, np.ndarray]:
     """Run every restart (leading axis of ``init_states``) through ``temperatures`` (one iteration each).
 
     Returns the final states (stacked over restarts) and the free-energy trace (restarts, iterations). The scan

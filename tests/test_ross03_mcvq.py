@@ -15,7 +15,7 @@ from numpyro.infer.util import log_density
 import zoo
 from zoo.data import Matrix
 from zoo.inference import mcvq_steps as steps
-from zoo.inference.variational_em import EMConfig, initialize, run_variational_em, temperature_schedule
+from zoo.inference.variational_em import MCVQConfig, initialize, run_variational_em, temperature_schedule
 from zoo.models.mcvq import mcvq_program
 
 FLAT2 = steps.PriorConcentrations(a=jnp.ones(2), b=jnp.ones(2), beta=jnp.ones(2))
@@ -197,7 +197,7 @@ def test_free_energy_never_increases_at_fixed_temperature(kind, N, prior, simula
     init = jax.vmap(lambda k: initialize(k, X, M, 3, 3, N, 0.05, z_init=labels,
                                          random_class_priors=kind == "clustered"))(keys)
     conc = steps.PriorConcentrations(a=jnp.full(3, prior), b=jnp.full(3, prior), beta=jnp.full(N, prior))
-    config = EMConfig(update_classes=kind == "clustered", update_beta=kind == "clustered",
+    config = MCVQConfig(update_classes=kind == "clustered", update_beta=kind == "clustered",
                       with_beta_prior=kind == "clustered")
     temps = np.concatenate([np.full(20, 7.0), np.ones(20)])
     state, trace = run_variational_em(init, X, M, temps, conc, 0.05, config)

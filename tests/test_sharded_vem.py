@@ -40,7 +40,7 @@ def _child():
     import jax.numpy as jnp
     from zoo.inference import mcvq_steps as steps
     from zoo.inference.sharding import data_mesh, run_variational_em_sharded
-    from zoo.inference.variational_em import EMConfig, initialize, run_variational_em, temperature_schedule
+    from zoo.inference.variational_em import MCVQConfig, initialize, run_variational_em, temperature_schedule
     assert jax.device_count() == 4
     rng = np.random.default_rng(0)
     C, D, K, J = 37, 6, 2, 3
@@ -49,7 +49,7 @@ def _child():
     X = X * M
     for clustered in (False, True):
         N = 2 if clustered else 1
-        config = EMConfig(update_classes=clustered, update_beta=clustered, with_beta_prior=clustered)
+        config = MCVQConfig(update_classes=clustered, update_beta=clustered, with_beta_prior=clustered)
         conc = steps.PriorConcentrations(a=jnp.ones(K), b=jnp.ones(J), beta=jnp.full(N, 2.0 if clustered else 1.0))
         keys = jax.random.split(jax.random.PRNGKey(1), 2)
         init = jax.vmap(lambda k: initialize(k, jnp.asarray(X), jnp.asarray(M), K, J, N, 1e-3,

@@ -17,7 +17,7 @@ def _mcvq_iteration_time(X, K, J, n_iter=10, repeats=3):
     import jax
     import jax.numpy as jnp
     from zoo.inference import mcvq_steps as steps
-    from zoo.inference.variational_em import EMConfig, initialize, run_variational_em
+    from zoo.inference.variational_em import MCVQConfig, initialize, run_variational_em
     Xj = jnp.asarray(X)
     Mj = jnp.ones_like(Xj)
     init = jax.vmap(lambda k: initialize(k, Xj, Mj, K, J, 1, 0.01))(jax.random.split(jax.random.PRNGKey(0), 1))
@@ -25,7 +25,7 @@ def _mcvq_iteration_time(X, K, J, n_iter=10, repeats=3):
     temps = np.linspace(X.shape[0] - 1, 1, n_iter)
 
     def run():
-        state, trace = run_variational_em(init, Xj, Mj, temps, conc, 0.01, EMConfig(), chunk=n_iter)
+        state, trace = run_variational_em(init, Xj, Mj, temps, conc, 0.01, MCVQConfig(), chunk=n_iter)
         jax.block_until_ready(state)
         return trace
 

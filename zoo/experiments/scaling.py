@@ -83,14 +83,14 @@ def _mcvq(n: int, iters: int):
     import jax
     import jax.numpy as jnp
     from zoo.inference import mcvq_steps as steps
-    from zoo.inference.variational_em import EMConfig, initialize, run_variational_em
+    from zoo.inference.variational_em import MCVQConfig, initialize, run_variational_em
     rng = np.random.default_rng(0)
     X, M = rng.normal(size=(n, 16)), np.ones((n, 16))
     K, J = 3, 4
     init = jax.vmap(lambda k: initialize(k, jnp.asarray(X), jnp.asarray(M), K, J, 1, 1e-3))(
         jax.random.split(jax.random.PRNGKey(0), 2))
     conc = steps.PriorConcentrations(jnp.ones(K), jnp.ones(J), jnp.ones(1))
-    return lambda: run_variational_em(init, X, M, np.ones(iters), conc, 1e-3, EMConfig(), chunk=iters)
+    return lambda: run_variational_em(init, X, M, np.ones(iters), conc, 1e-3, MCVQConfig(), chunk=iters)
 
 
 def _topic_data(n: int):

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from zoo.data.containers import Matrix
 from zoo.data.ross03 import MatrixDataset
 from zoo.inference import mcvq_steps as steps
-from zoo.inference.variational_em import EMConfig, EMState, initialize, run_variational_em, temperature_schedule
+from zoo.inference.variational_em import MCVQConfig, MCVQState, initialize, run_variational_em, temperature_schedule
 from zoo.models.mcvq import default_priors, mcvq_program
 from zoo.options import positive_float, positive_int
 from zoo.priors import dirichlet_concentration
@@ -118,7 +118,7 @@ def _concentration(spec, site: str, size: int) -> np.ndarray:
 class MCVQFitState:
     """What a fit keeps: the final EM states of all restarts (arrays with a leading chain axis), the best restart
     (lowest final free energy), the settings needed for predictions."""
-    states: EMState
+    states: MCVQState
     best_chain: int
     kind: str
     sigma_floor: float
@@ -160,18 +160,18 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
     if kind == "supervised":
         lab, N = _check_labels(data_labels if labels is None else labels, C)
         z_init = jnp.asarray(np.eye(N)[lab])
-        config = EMConfig(update_classes=False, update_beta=False, with_beta_prior=False)
+        config = MCVQConfig(update_classes=False, update_beta=False, with_beta_prior=False)
         conc_beta = np.ones(N)
     elif labels is not None:
         raise ValueError(f"labels: {spec.id} does not take labels (use ross03.mcvq_supervised)")
     elif kind == "clustered":
         N = spec.options["n_clusters"]
         z_init = None
-        config = EMConfig(update_classes=True, update_beta=True, with_beta_prior=True)
+        config = MCVQConfig(update_classes=True, update_beta=True, with_beta_prior=True)
         conc_beta = _concentration(spec, "beta", N)
     else:
         N, z_init = 1, None
-        config = EMConfig()
+        config = MCVQConfig()
         conc_beta = np.ones(1)
     conc = steps.PriorConcentrations(a=jnp.asarray(_concentration(spec, "a", K)),
                                      b=jnp.asarray(_concentration(spec, "b", J)), beta=jnp.asarray(conc_beta))
