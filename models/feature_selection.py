@@ -32,6 +32,8 @@ import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
 from zoo.inference.linalg import cholesky, spd_solve   # not LAPACK: see inference/linalg.py
+from zoo.models.gaussian import MultivariateNormal
+from zoo.models.shrinkage_mixture import InverseWishart
 from zoo.inference.collapsed_niw import (ConceptPrior, collapsed_concept_log_density, gaussian_logpdf_masked,
                                          masked_cholesky, masked_matrix)
 
@@ -96,7 +98,7 @@ class ConceptCovariance(_PriorFamily):
         p = masks.shape[-1]
         d = masks.sum(-1)
         scale = jax.vmap(jnp.diag)(jnp.where(masks, self.v_scale * d[:, None], 1.0))
-        return dist.InverseWishart(p + self.a_extra, scale_matrix=scale)
+        return InverseWishart(p + self.a_extra, scale)
 
 
 class ConceptMean(_PriorFamily):
@@ -108,7 +110,7 @@ class ConceptMean(_PriorFamily):
         super().__init__(b, validate_args=validate_args)
 
     def given(self, Sigma):
-        return dist.MultivariateNormal(jnp.zeros(Sigma.shape[-1]), covariance_matrix=Sigma / self.b)
+        return MultivariateNormal(jnp.zeros(Sigma.shape[-1]), covariance_matrix=Sigma / self.b)
 
 
 class BackgroundCovariance(_PriorFamily):
@@ -122,7 +124,7 @@ class BackgroundCovariance(_PriorFamily):
         super().__init__(nu_extra, psi_scale, validate_args=validate_args)
 
     def given(self, p: int):
-        return dist.InverseWishart(p + self.nu_extra, scale_matrix=self.psi_scale * jnp.eye(p))
+        return InverseWishart(p + self.nu_extra, self.psi_scale * jnp.eye(p))
 
 
 class BackgroundMean(_PriorFamily):
@@ -134,7 +136,7 @@ class BackgroundMean(_PriorFamily):
         super().__init__(kappa0, validate_args=validate_args)
 
     def given(self, Omega):
-        return dist.MultivariateNormal(jnp.zeros(Omega.shape[-1]), covariance_matrix=Omega / self.kappa0)
+        return MultivariateNormal(jnp.zeros(Omega.shape[-1]), covariance_matrix=Omega / self.kappa0)
 
 
 #: the prior sites of each variant (what ``priors=`` may name)

@@ -27,6 +27,7 @@ import numpyro
 import numpyro.distributions as dist
 
 # the constraint codes (named in ``zoo.inference.constraint_codes``) under the names the programs use
+from zoo.models.gaussian import MultivariateNormal
 from zoo.inference.constraint_codes import (AT_LEAST_ONE as LABEL_AT_LEAST_ONE, FREE as LABEL_FREE,
                                             MIXED as LABEL_MIXED, NEGATIVE as LABEL_NEGATIVE,
                                             POSITIVE as LABEL_POSITIVE)
@@ -108,7 +109,7 @@ def kernel_mil_program(psi, gram, group_index, group_valid, label_family, group_
     delta2 = numpyro.sample("delta2", prior_delta2)
     g = gamma.astype(psi.dtype)
     precision = g[:, None] * gram * g[None, :] / delta2 + jnp.diag(1.0 - g)
-    beta = numpyro.sample("beta", dist.MultivariateNormal(jnp.zeros(m), precision_matrix=precision))
+    beta = numpyro.sample("beta", MultivariateNormal(jnp.zeros(m), precision_matrix=precision))
     f = psi @ (g * beta)
     with numpyro.plate("instances", n):
         z = numpyro.sample("z", dist.Normal(f, 1.0))
@@ -132,7 +133,7 @@ def probit_fixed_active_program(psi_active, gram_active, y=None, prior_delta2=No
     prior_delta2 = prior_delta2 if prior_delta2 is not None else default_priors()["delta2"]
     delta2 = numpyro.sample("delta2", prior_delta2)
     k = psi_active.shape[1]
-    beta = numpyro.sample("beta", dist.MultivariateNormal(jnp.zeros(k), precision_matrix=gram_active / delta2))
+    beta = numpyro.sample("beta", MultivariateNormal(jnp.zeros(k), precision_matrix=gram_active / delta2))
     f = psi_active @ beta
     numpyro.deterministic("f", f)
     # log Phi(+-f) in log space (a Bernoulli with probs = Phi(f) would hit log 0 for |f| > 38)

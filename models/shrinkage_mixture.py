@@ -22,6 +22,7 @@ from jax.scipy.special import gammaln, multigammaln
 from numpyro.distributions import constraints
 
 from zoo.inference.linalg import cholesky, spd_inverse, spd_logdet, spd_solve   # not LAPACK: inference/linalg.py
+from zoo.models.gaussian import MultivariateNormal
 
 __all__ = ["InverseWishart", "ImproperInverseGamma", "default_priors", "shrinkage_mixture", "translation_model"]
 
@@ -121,7 +122,7 @@ def _component_params(n_comp, n_features, mu_star, sigma_star, alpha, tau2, diag
     if diagonal:
         components = dist.Normal(mu, jnp.sqrt(cov)).to_event(1)
     else:
-        components = dist.MultivariateNormal(mu, covariance_matrix=cov)
+        components = MultivariateNormal(mu, covariance_matrix=cov)
     return components
 
 
