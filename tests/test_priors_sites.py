@@ -85,13 +85,13 @@ def test_gustafson07_program_samples_the_specs_priors():
             [np.zeros((1, 3), bool), np.asarray(tr["M"]["value"], bool)])
         d = masks.sum(1)
         scale = np.stack([np.diag(np.where(m, v_scale * dk, 1.0)) for m, dk in zip(masks, d)])
-        assert np.allclose(tr["Sigma"]["fn"].concentration, 3 + a_extra)
-        assert np.allclose(tr["Sigma"]["fn"].scale_matrix, scale)
+        assert np.allclose(tr["Sigma"]["fn"].df, 3 + a_extra)
+        assert np.allclose(tr["Sigma"]["fn"].scale, scale)
         assert np.allclose(tr["mu"]["fn"].covariance_matrix, np.asarray(tr["Sigma"]["value"]) / b)
         if variant == "cvfs":
             nu_extra, psi, kappa = (5.0, 30.0, 0.5) if prior else (2.0, 1.0, 1.0)
-            assert np.allclose(tr["Omega"]["fn"].concentration, 3 + nu_extra)
-            assert np.allclose(tr["Omega"]["fn"].scale_matrix, psi * np.eye(3))
+            assert np.allclose(tr["Omega"]["fn"].df, 3 + nu_extra)
+            assert np.allclose(tr["Omega"]["fn"].scale, psi * np.eye(3))
             assert np.allclose(tr["delta"]["fn"].covariance_matrix, np.asarray(tr["Omega"]["value"]) / kappa)
 
 
