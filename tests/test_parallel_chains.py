@@ -28,6 +28,7 @@ def test_parallel_walk_chains_equal_sequential_on_four_devices():
     assert f"devices {N_DEVICES}" in out and "walk ok" in out
 
 
+@pytest.mark.slow    # 20-25 s; the toy kernel above checks the driver's parallel path in the default suite
 def test_parallel_kueck04_chains_equal_sequential_on_four_devices():
     assert "kueck04 ok" in _run_child("kueck04")
 

@@ -302,8 +302,16 @@ def test_posterior_holds_draws_of_q_and_relabelled_vqs(simulated_fit):
     # a relabelled VQ index picks the same value of a as the raw one did
     np.testing.assert_array_equal(np.take_along_axis(a_rel, r_rel[..., None], -1),
                                   np.take_along_axis(a, r[..., None], -1))
-    mu_rel = post["mu_relabelled"].values
-    assert np.array_equal(np.sort(mu_rel, axis=3), np.sort(post["mu"].values, axis=3))
+    mu_rel, mu = post["mu_relabelled"].values, post["mu"].values               # (4, S, D, VQ, state)
+    # VQs and then the states within each VQ are permuted: per dimension the same values, in another order
+    flat = lambda v: np.sort(v.reshape(v.shape[:3] + (-1,)), axis=-1)  # noqa: E731
+    assert np.array_equal(flat(mu_rel), flat(mu))
+    # and the relabelled s picks, in each relabelled VQ, the mean that the raw s picked in the raw VQ: compare the
+    # multiset over VQs of the picked means of case 0, dimension 0
+    s_raw, s_rel = post["s"].values[:, :, 0], post["s_relabelled"].values[:, :, 0]          # (4, S, VQ)
+    picked_raw = np.take_along_axis(mu[:, :, 0], s_raw[..., None], -1)[..., 0]            # (4, S, VQ)
+    picked_rel = np.take_along_axis(mu_rel[:, :, 0], s_rel[..., None], -1)[..., 0]
+    assert np.array_equal(np.sort(picked_raw, -1), np.sort(picked_rel, -1))
     loo = az.loo(fit.idata)
     assert loo.n_samples == 400 and np.isfinite(loo.elpd_loo)
     table = fit.diagnose(var_names=["b", "r"])

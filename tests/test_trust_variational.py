@@ -68,3 +68,29 @@ def test_label_switching_between_chains_is_undone():
     idata = to_inference_data({"mu": draws, "mu_relabelled": aligned["mu"]})
     fixed = diagnose(idata, ["mu"])                                     # diagnosed on the relabelled draws
     assert fixed.loc["mu", "r_hat"] < 1.01 and fixed.loc["mu", "verdict"] == "ok"
+
+
+def test_states_within_each_group_are_aligned_group_by_group():
+    """MCVQ-like draws: 2 groups (VQs) of 3 states, each draw's states permuted at random within each group; the
+    nested relabelling recovers one labelling per group, and a label site (which state each case took in each
+    group) follows each group's permutation."""
+    from zoo.relabel import relabel_within_groups
+    rng = np.random.default_rng(2)
+    centers = np.array([[-5.0, 0.0, 5.0], [10.0, 20.0, 30.0]])            # (group, state)
+    n_chain, n_draw, n_dim = 2, 50, 4
+    mu = np.empty((n_chain, n_draw, n_dim, 2, 3))                          # (chain, draw, dim, group, state)
+    s = np.empty((n_chain, n_draw, 6, 2), dtype=np.int64)                  # (chain, draw, case, group)
+    truth_s = np.array([[0, 2], [1, 1], [2, 0], [0, 0], [1, 2], [2, 1]])  # true state of each case in each group
+    for c in range(n_chain):
+        for d in range(n_draw):
+            for g in range(2):
+                perm = rng.permutation(3)                                  # raw state perm[k] holds true state k
+                mu[c, d, :, g, perm] = (centers[g] + 0.1 * rng.normal(size=(n_dim, 3))).T
+                s[c, d, :, g] = perm[truth_s[:, g]]
+    out = relabel_within_groups({"mu": mu, "s": s}, {"mu": 1}, {"mu": 2}, {"s": 1})
+    for g in range(2):
+        means = out["mu"][:, :, :, g, :].mean(axis=(0, 1, 2))
+        assert np.allclose(np.sort(means), centers[g], atol=0.1)
+        assert out["mu"][:, :, :, g, :].std(axis=(0, 1)).max() < 0.5       # one labelling in every draw
+    # every draw maps each case to the same state as the first draw does
+    assert np.all(out["s"] == out["s"][:1, :1])

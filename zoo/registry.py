@@ -204,7 +204,9 @@ def _add_relabelled(fit, exchangeable: Mapping[str, Any]) -> None:
     matched across draws (``zoo.relabel.relabel_draws``); or to ``("carry", axis)``: the site's axis is reordered
     with the others but takes no part in the matching (e.g. discrete states per component); or to ``"labels"``:
     the site's values are component indices, mapped through the same permutations (e.g. which VQ a dimension
-    selected)."""
+    selected). The entry ``"within"``: ``{"groups": {site: component axis}, "states": {site: state axis},
+    "labels": {site: component axis}}`` aligns, after the components, the states within each component (MCVQ's
+    states within each VQ), and maps the label sites whose values are state indices."""
     post = fit.idata.posterior
     present = {site: how for site, how in exchangeable.items() if site in post}
     axes = {site: how for site, how in present.items() if isinstance(how, int)}
@@ -216,6 +218,14 @@ def _add_relabelled(fit, exchangeable: Mapping[str, Any]) -> None:
     aligned.update(apply_permutations({site: post[site].values for site in carried}, carried, perms))
     aligned.update({site: permute_labels(post[site].values, perms) for site, how in present.items()
                     if how == "labels"})
+    within = exchangeable.get("within")
+    if within:  # then the states within each component, component by component (zoo.relabel_within_groups)
+        from zoo.relabel import relabel_within_groups
+        states = {site: axis for site, axis in within["states"].items() if site in aligned}
+        labels = {site: axis for site, axis in within.get("labels", {}).items() if site in aligned}
+        if states:
+            aligned.update(relabel_within_groups({site: aligned[site] for site in [*states, *labels]},
+                                                 {site: within["groups"][site] for site in states}, states, labels))
     for site, values in aligned.items():
         post[f"{site}_relabelled"] = (post[site].dims, values)
         post[f"{site}_relabelled"].attrs["note"] = f"{site} with components aligned across draws (zoo.relabel)"

@@ -17,7 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
-__all__ = ["relabel_draws", "component_features", "permute_labels", "apply_permutations"]
+__all__ = ["relabel_draws", "relabel_within_groups", "component_features", "permute_labels", "apply_permutations"]
 
 
 def component_features(draws: Mapping[str, np.ndarray], axes: Mapping[str, int]) -> np.ndarray:
@@ -85,4 +85,34 @@ def apply_permutations(draws: Mapping[str, np.ndarray], axes: Mapping[str, int],
         index = perms.reshape(perms.shape + (1,) * (values.ndim - 3))
         aligned = np.take_along_axis(values, np.broadcast_to(index, values.shape), axis=2)
         out[site] = np.moveaxis(aligned, 2, 2 + axis)
+    return out
+
+
+def relabel_within_groups(draws: Mapping[str, np.ndarray], group_axes: Mapping[str, int],
+                          state_axes: Mapping[str, int], label_axes: Mapping[str, int] | None = None) -> dict:
+    """Align the states within each group, group by group (MCVQ: the states of each VQ, after the VQs themselves
+    were aligned by ``relabel_draws``).
+
+    draws: site -> (chain, draw, ...) arrays; ``group_axes[site]`` / ``state_axes[site]``: the group and state
+    axes after (chain, draw) of the sites that are matched (same number of groups G and states K in each);
+    ``label_axes[site]``: the group axis of a discrete site whose values are state indices (e.g. s (case, vq):
+    which state each case took in each VQ), mapped through each group's permutations. Returns the aligned arrays
+    of all those sites (the others are not touched)."""
+    label_axes = dict(label_axes or {})
+    out = {site: np.array(draws[site], copy=True) for site in [*state_axes, *label_axes]}
+    first = next(iter(state_axes))
+    n_groups = out[first].shape[2 + group_axes[first]]
+    for g in range(n_groups):
+        # the state axis of a site once its group axis is taken out
+        within = {s: state_axes[s] - (state_axes[s] > group_axes[s]) for s in state_axes}
+        aligned, perms = relabel_draws({s: np.take(out[s], g, axis=2 + group_axes[s]) for s in state_axes},
+                                       within)
+        for s in state_axes:
+            index = [slice(None)] * out[s].ndim
+            index[2 + group_axes[s]] = g
+            out[s][tuple(index)] = aligned[s]
+        for s, axis in label_axes.items():
+            index = [slice(None)] * out[s].ndim
+            index[2 + axis] = g
+            out[s][tuple(index)] = permute_labels(np.take(out[s], g, axis=2 + axis), perms)
     return out

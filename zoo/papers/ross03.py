@@ -58,9 +58,12 @@ def _builder(kind: str):
 
 
 #: The VQs are exchangeable (their labels can differ between restarts): matched on a, b, mu, sigma; the states s
-#: (one column per VQ) follow, and r's values (which VQ a dimension selected) are mapped (zoo.registry). The states
-#: within a VQ are exchangeable too; they are not relabelled.
-_VQS = {"a": 1, "b": 1, "mu": 1, "sigma": 1, "s": ("carry", 1), "r": "labels"}
+#: (one column per VQ) follow, and r's values (which VQ a dimension selected) are mapped (zoo.registry). Then the
+#: states within each VQ, exchangeable too: matched on mu, sigma, b of that VQ, and s's values (the state each
+#: case took in that VQ) mapped.
+_VQS = {"a": 1, "b": 1, "mu": 1, "sigma": 1, "s": ("carry", 1), "r": "labels",
+        "within": {"groups": {"mu": 1, "sigma": 1, "b": 1}, "states": {"mu": 2, "sigma": 2, "b": 2},
+                   "labels": {"s": 1}}}
 
 register_model("ross03.mcvq", paper=PAPER, title="Multiple Cause Vector Quantization", build=_builder("plain"),
                data_kind="Matrix", default_method="variational_em", headline=("b",), exchangeable=_VQS)
