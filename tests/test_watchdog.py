@@ -16,25 +16,24 @@ import pytest
 
 WATCHDOG_SECONDS = 420
 
-DATA = {
-    "translation": """
+
+def _random_regions(n_regions: int, n_images: int) -> str:
+    """Source of an AnnotatedRegions of random normal features (38 of them), 13 words, 3 keywords per image."""
+    return f"""
         from zoo.data import AnnotatedRegions
-        R, D, W, I = 1000, 38, 13, 55
+        R, D, W, I = {n_regions}, 38, 13, {n_images}
         image_ids = np.sort(np.r_[np.arange(I), rng.integers(0, I, size=R - I)])
-        vocab = [f"w{i}" for i in range(W)]
+        vocab = [f"w{{i}}" for i in range(W)]
         keywords = [set(rng.choice(vocab, size=3, replace=False)) for _ in range(I)]
         data = AnnotatedRegions(X=rng.normal(size=(R, D)), image_ids=image_ids, keywords=keywords, vocabulary=vocab)
-        """,
+        """
+
+
+DATA = {
+    "translation": _random_regions(1000, 55),
     "mixture": "data = np.r_[rng.normal(0, 1, (1500, 10)), rng.normal(3, 1, (1500, 10))]",
     "regions": 'data = zoo.load_dataset("gustafson07_program", variant="fs", n_images=300, seed=1)',
-    "regions_38": """
-        from zoo.data import AnnotatedRegions
-        R, D, W, I = 7000, 38, 13, 400
-        image_ids = np.sort(np.r_[np.arange(I), rng.integers(0, I, size=R - I)])
-        vocab = [f"w{i}" for i in range(W)]
-        keywords = [set(rng.choice(vocab, size=3, replace=False)) for _ in range(I)]
-        data = AnnotatedRegions(X=rng.normal(size=(R, D)), image_ids=image_ids, keywords=keywords, vocabulary=vocab)
-        """,
+    "regions_38": _random_regions(7000, 400),
     "bags_large": "from zoo.data.mil import ring_data\ndata = ring_data(n=4000, seed=2)",
     "bags": "from zoo.data.mil import ring_data\ndata = ring_data(n=1000, seed=2)",
     "matrix": "from zoo.data import Matrix\ndata = Matrix(rng.normal(size=(2000, 64)))",
