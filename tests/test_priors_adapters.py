@@ -26,6 +26,22 @@ def test_dirichlet_concentration_refuses_naming_the_site(prior, match):
         dirichlet_concentration(prior, 3, "pi", minimum=1.0)
 
 
+def test_dirichlet_concentration_has_one_definition_below_the_user_layer_and_works_in_a_traced_program():
+    import jax
+
+    from zoo.models import prior_adapters
+    assert dirichlet_concentration is prior_adapters.dirichlet_concentration   # zoo.priors re-exports it
+
+    @jax.jit
+    def traced(conc):             # a program traced with its prior's concentration as an argument
+        return dirichlet_concentration(dist.Dirichlet(conc), 3, "pi")
+    np.testing.assert_array_equal(traced(jnp.array([2.0])), [2.0] * 3)
+    with pytest.raises(ValueError, match=r"priors\['pi'\].*length 1 .symmetric. or 3"):
+        traced(jnp.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"priors\['pi'\].*concrete numbers"):
+        jax.jit(lambda c: dirichlet_concentration(dist.Dirichlet(c), 3, "pi", minimum=1.0))(jnp.array([2.0]))
+
+
 def test_inverse_gamma_parameters_reads_proper_and_improper_only_when_allowed():
     assert inverse_gamma_parameters(dist.InverseGamma(0.5, 2.0), "delta2") == (0.5, 2.0)
     assert inverse_gamma_parameters(ImproperInverseGamma(0.0, 0.0), "tau2", improper_ok=True) == (0.0, 0.0)

@@ -19,6 +19,7 @@ import numpy as np
 import numpyro.distributions as dist
 
 from zoo.models.feature_selection import BackgroundCovariance, BackgroundMean, ConceptCovariance, ConceptMean
+from zoo.models.prior_adapters import concrete, dirichlet_concentration, family_error
 from zoo.models.shrinkage_mixture import ImproperInverseGamma
 
 __all__ = ["ALLOWED_DISTRIBUTIONS", "parse_prior", "load_priors_toml", "resolve_priors", "require_family",
@@ -189,34 +190,8 @@ def require_family(priors: Mapping[str, dist.Distribution], site: str, families:
 # A conjugate kernel needs numbers, not a distribution object: these read them off a resolved prior, with the
 # family and the shape checked, and raise ValueErrors naming the site (one place for every paper module).
 
-def _family_error(site: str, wanted: str, prior: Any, needed_by: str) -> ValueError:
-    return ValueError(f"priors[{site!r}]: {needed_by} needs a prior of family {wanted}; got "
-                      f"{type(prior).__name__}. Use a generic method (see zoo.methods) or keep the family.")
-
-
-def _concrete(site: str, value: Any) -> np.ndarray:
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, jax.errors.ConcretizationTypeError):
-        raise ValueError(f"priors[{site!r}]: the prior's parameters must be concrete numbers, not traced values") \
-            from None
-
-
-def dirichlet_concentration(prior: dist.Distribution, size: int, site: str, *, minimum: float | None = None,
-                            needed_by: str = "this method") -> np.ndarray:
-    """The (size,) float64 concentration of a Dirichlet prior given with length 1 (symmetric) or ``size``.
-
-    ``minimum`` (e.g. 1 for a MAP M-step that must stay interior) is checked elementwise.
-    """
-    if not isinstance(prior, dist.Dirichlet):
-        raise _family_error(site, "Dirichlet", prior, needed_by)
-    conc = _concrete(site, prior.concentration)
-    if conc.ndim != 1 or conc.shape[0] not in (1, size):
-        raise ValueError(f"priors[{site!r}]: concentration must have length 1 (symmetric) or {size}, "
-                         f"got shape {conc.shape}")
-    if minimum is not None and np.any(conc < minimum):
-        raise ValueError(f"priors[{site!r}]: {needed_by} needs Dirichlet concentrations >= {minimum}, got {conc}")
-    return np.broadcast_to(conc, (size,)).copy()
+# dirichlet_concentration, family_error and concrete are defined below the user layer, in
+# zoo.models.prior_adapters (the NumPyro programs use them too), and re-exported here.
 
 
 def inverse_gamma_parameters(prior: dist.Distribution, site: str, *, improper_ok: bool = False,
@@ -227,8 +202,8 @@ def inverse_gamma_parameters(prior: dist.Distribution, site: str, *, improper_ok
     """
     families = (dist.InverseGamma, ImproperInverseGamma) if improper_ok else (dist.InverseGamma,)
     if not isinstance(prior, families):
-        raise _family_error(site, " or ".join(f.__name__ for f in families), prior, needed_by)
-    a, b = _concrete(site, prior.concentration), _concrete(site, prior.rate)
+        raise family_error(site, " or ".join(f.__name__ for f in families), prior, needed_by)
+    a, b = concrete(site, prior.concentration), concrete(site, prior.rate)
     if a.shape != () or b.shape != ():
         raise ValueError(f"priors[{site!r}]: {needed_by} needs a scalar InverseGamma, got parameter shapes "
                          f"{a.shape} and {b.shape}")
@@ -238,8 +213,8 @@ def inverse_gamma_parameters(prior: dist.Distribution, site: str, *, improper_ok
 def beta_parameters(prior: dist.Distribution, site: str, *, needed_by: str = "this method") -> tuple[float, float]:
     """(concentration1 a, concentration0 b) of a scalar Beta(a, b) prior."""
     if not isinstance(prior, dist.Beta):
-        raise _family_error(site, "Beta", prior, needed_by)
-    a, b = _concrete(site, prior.concentration1), _concrete(site, prior.concentration0)
+        raise family_error(site, "Beta", prior, needed_by)
+    a, b = concrete(site, prior.concentration1), concrete(site, prior.concentration0)
     if a.shape != () or b.shape != ():
         raise ValueError(f"priors[{site!r}]: {needed_by} needs a scalar Beta, got parameter shapes "
                          f"{a.shape} and {b.shape}")
@@ -250,17 +225,17 @@ def beta_mixture_parameters(prior: dist.Distribution, site: str, *, needed_by: s
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights (C,), a (C,), b (C,)) of a Beta (C = 1) or a MixtureSameFamily of C Betas on a scalar site."""
     if isinstance(prior, dist.Beta):
-        a, b = _concrete(site, prior.concentration1), _concrete(site, prior.concentration0)
+        a, b = concrete(site, prior.concentration1), concrete(site, prior.concentration0)
         if a.shape != () or b.shape != ():
             raise ValueError(f"priors[{site!r}]: needs a scalar Beta, got parameter shapes {a.shape} and {b.shape}")
         return np.ones(1), a.reshape(1), b.reshape(1)
     if isinstance(prior, dist.MixtureSameFamily) and isinstance(prior.component_distribution, dist.Beta):
         comp = prior.component_distribution
-        weights = _concrete(site, prior.mixing_distribution.probs)
-        a, b = _concrete(site, comp.concentration1), _concrete(site, comp.concentration0)
+        weights = concrete(site, prior.mixing_distribution.probs)
+        a, b = concrete(site, comp.concentration1), concrete(site, comp.concentration0)
         a, b = np.broadcast_to(a, weights.shape).copy(), np.broadcast_to(b, weights.shape).copy()
         if weights.ndim != 1:
             raise ValueError(f"priors[{site!r}]: needs one mixture of Betas, got mixing weights of shape "
                              f"{weights.shape}")
         return weights, a, b
-    raise _family_error(site, "Beta or MixtureSameFamily of Betas", prior, needed_by)
+    raise family_error(site, "Beta or MixtureSameFamily of Betas", prior, needed_by)

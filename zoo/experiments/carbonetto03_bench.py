@@ -20,7 +20,7 @@ def bench_gmm(fast: bool = False) -> dict:
     from sklearn.mixture import GaussianMixture
 
     from zoo.inference import em
-    from zoo.papers.carbonetto03 import _initial_params
+    from zoo.papers.carbonetto03 import initial_params
 
     rng = np.random.default_rng(0)
     n, d, c = 10_000, 16, 3
@@ -36,7 +36,7 @@ def bench_gmm(fast: bool = False) -> dict:
                      jnp.ones(c), jnp.asarray(0.0))
     config = em.EMConfig(diagonal=False, use_prior=True, learn_weights=True, learn_covs=True)
     allowed = jnp.ones((n, c), bool)
-    init = _initial_params(jax.random.PRNGKey(0), Xc, allowed, c, hyper.sigma_star, False, None,
+    init = initial_params(jax.random.PRNGKey(0), Xc, allowed, c, hyper.sigma_star, False, None,
                            jnp.asarray(init_means - mu_star))
     inits = jax.tree_util.tree_map(lambda x: x[None], init)
 

@@ -20,7 +20,7 @@ from zoo.priors import dirichlet_concentration, inverse_gamma_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
-__all__ = ["MixturePrediction", "TranslationPrediction"]
+__all__ = ["MixturePrediction", "TranslationPrediction", "initial_params"]
 
 PAPER = "Carbonetto, de Freitas, Gustafson & Thompson 2003"
 
@@ -159,8 +159,12 @@ def _nu(spec, n_comp, use_prior):
                                    needed_by="map_em's lambda update")
 
 
-def _initial_params(key, X_centred, allowed, n_comp, sigma_star, diagonal, known, init_means):
-    """Means from random points (a point allowed for that component), covariances Sigma*, tau2 = diag Sigma*."""
+def initial_params(key, X_centred, allowed, n_comp, sigma_star, diagonal, known, init_means) -> em.Params:
+    """One restart's starting point of the EM: means from random points (a point allowed for that component; or
+    ``init_means`` (C, D) when given), covariances Sigma* (or ``known``), tau2 = diag Sigma*.
+
+    X_centred (N, D), allowed (N, C) bool, sigma_star (D, D); returns ``em.Params`` with weights (C,), means (C, D),
+    covs (C, D, D) or (C, D) when ``diagonal``, tau2 (D,)."""
     n_points, n_features = X_centred.shape
     if init_means is None:
         scores = jax.random.uniform(key, (n_points, n_comp))
@@ -205,7 +209,7 @@ def _run_em(spec, X, allowed, *, use_prior, learn_weights, seed, num_chains, max
             raise ValueError(f"init_means: expected shape ({n_comp}, {n_features}), got {init_means.shape}")
         init_means = jnp.asarray(init_means - mu_star)
     keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
-    inits = jax.vmap(lambda k: _initial_params(k, Xc, allowed_j, n_comp, hyper.sigma_star, diagonal, known,
+    inits = jax.vmap(lambda k: initial_params(k, Xc, allowed_j, n_comp, hyper.sigma_star, diagonal, known,
                                                init_means))(keys)
     stacked = em.run_em_restarts(Xc, inits, hyper, allowed_j, config, max_iter=max_iter, tol=tol)
     return stacked, Xc, hyper, config, mu_star
