@@ -164,3 +164,29 @@ def test_small_loop_flag_is_added_once_and_respects_the_user():
     assert not _small_loops_as_one_function(off) and "XLA_FLAGS" not in off
     empty = {}
     assert _small_loops_as_one_function(empty) and empty["XLA_FLAGS"].startswith("--xla_backend_extra_options=")
+
+
+def test_import_zoo_is_light_and_reference_is_both_the_function_and_the_module():
+    """``import zoo`` loads no NumPy; ``zoo.reference`` / ``zoo.check_sampler`` are loaded on first use, callable
+    (their main function) and still the modules, whether reached as attributes or imported first."""
+    import subprocess
+    import sys
+    code = """
+import sys
+import zoo
+assert "numpy" not in sys.modules, "import zoo loaded NumPy"
+assert zoo.references() and "numpy" in sys.modules
+ref = zoo.reference("gustafson07.fs", "bench_tiny")
+assert type(ref) is zoo.Reference is zoo.reference.Reference
+assert zoo.reference is sys.modules["zoo.reference"]
+import zoo.check_sampler as cs
+assert cs is zoo.check_sampler and zoo.check_sampler.format_table and callable(zoo.check_sampler)
+from zoo import check_sampler
+assert check_sampler is cs
+print("ok")
+"""
+    first = "import zoo.reference\nimport zoo\nassert zoo.reference('gustafson07.fs', 'bench_tiny').summary()\n" \
+            "print('ok')\n"
+    for script in (code, first):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr[-3000:]
