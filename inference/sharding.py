@@ -12,7 +12,7 @@ Shapes: N rows, S shards, N_pad = S * ceil(N / S).
 from __future__ import annotations
 
 import functools
-from typing import Optional
+from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -123,11 +123,13 @@ def _mcvq_chunk(states, temps, X, M, weight, conc, sigma_floor, *, config, mesh)
 
 
 def run_variational_em_sharded(init_states: vem.MCVQState, X, M, temperatures, conc, sigma_floor: float,
-                               config: vem.MCVQConfig, chunk: int = 10, mesh: Optional[Mesh] = None):
+                               config: vem.MCVQConfig, chunk: int = 10, mesh: Optional[Mesh] = None,
+                               progress: Optional[Callable[[int], None]] = None):
     """``zoo.inference.variational_em.run_variational_em`` (MCVQ, Ross 2003) with the cases split over ``mesh``'s
     devices: X, M (C, D) and the per-case posteriors m (R, C, N, K, J), z (R, C, N) by case, the parameters and g
     replicated; the sums over cases (M-step moments, b and beta counts, the KL terms of F) are psum'd. Padding
-    cases are all-missing rows with z = 0. Returns (final states with the padding removed, F trace (R, iters))."""
+    cases are all-missing rows with z = 0. ``progress(n_done)`` is called after each chunk of iterations.
+    Returns (final states with the padding removed, F trace (R, iters))."""
     mesh = data_mesh() if mesh is None else mesh
     n_shards = mesh.shape[DATA_AXIS]
     X = np.asarray(X)
@@ -154,6 +156,8 @@ def run_variational_em_sharded(init_states: vem.MCVQState, X, M, temperatures, c
         states, trace = _mcvq_chunk(states, temps, X_pad, M_pad, weight, conc, sigma_floor, config=config,
                                     mesh=mesh)
         traces.append(np.asarray(jax.tree_util.tree_map(lambda a: a.addressable_data(0), trace)))
+        if progress is not None:
+            progress(temps.shape[0])
     post = states.post
     states = states._replace(post=post._replace(m=post.m[:, :n_cases], z=post.z[:, :n_cases]))
     return states, np.concatenate(traces, axis=1)

@@ -11,7 +11,8 @@ import numbers
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["check_known", "positive_int", "nonnegative_int", "positive_float", "nonnegative_float",
-           "finite_float", "probability", "one_of", "boolean", "seed_value", "chain_method", "check_common_options",
+           "finite_float", "probability", "one_of", "boolean", "seed_value", "chain_method", "data_devices",
+           "check_common_options",
            "COMMON_OPTIONS", "MAX_SEED", "CHAIN_METHODS"]
 
 #: Seeds are integers in [0, MAX_SEED]: what ``jax.random.PRNGKey`` and NumPy's generators take on every platform.
@@ -128,11 +129,26 @@ def chain_method(value, name: str = "chain_method") -> str:
     return value
 
 
+def data_devices(value, name: str = "data_devices") -> int | None:
+    """None (the data on one device), or how many of ``jax.devices()`` the data are sharded over (rows split,
+    sufficient statistics psum'd: ``zoo.inference.sharding``); at least 1 and at most ``jax.device_count()``."""
+    if value is None:
+        return None
+    import jax
+    count = jax.device_count()
+    if not _is_int(value) or not 1 <= int(value) <= count:
+        raise ValueError(f"{name}: expected None or an integer from 1 to jax.device_count() = {count}, got {value!r}"
+                         + (" (more host devices: XLA_FLAGS=--xla_force_host_platform_device_count=N before JAX "
+                            "starts)" if _is_int(value) and int(value) > count else ""))
+    return int(value)
+
+
 #: Options that several methods share, each checked the same way wherever it appears (before the method runs).
 COMMON_OPTIONS = {
     "num_chains": positive_int, "num_samples": positive_int, "num_warmup": nonnegative_int,
     "max_iter": positive_int, "num_steps": positive_int, "thinning": positive_int, "tol": positive_float,
     "learning_rate": positive_float, "progress_bar": boolean, "chain_method": chain_method,
+    "data_devices": data_devices,
 }
 
 

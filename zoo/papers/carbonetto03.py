@@ -16,6 +16,7 @@ from zoo.data.containers import AnnotatedRegions, check_features
 from zoo.inference import em
 from zoo.models import shrinkage_mixture as sm
 from zoo.options import boolean, nonnegative_float, positive_float, positive_int
+from zoo.options import data_devices as check_data_devices
 from zoo.priors import dirichlet_concentration, inverse_gamma_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
@@ -187,7 +188,7 @@ def initial_params(key, X_centred, allowed, n_comp, sigma_star, diagonal, known,
 
 
 def _run_em(spec, X, allowed, *, use_prior, learn_weights, seed, num_chains, max_iter, tol, init_means,
-            reg_covar, progress_bar):
+            reg_covar, progress_bar, data_devices=None):
     del progress_bar  # restarts run vectorized in one compiled call (a few seconds at most)
     n_points, n_features = X.shape
     n_comp = allowed.shape[1]
@@ -211,7 +212,13 @@ def _run_em(spec, X, allowed, *, use_prior, learn_weights, seed, num_chains, max
     keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
     inits = jax.vmap(lambda k: initial_params(k, Xc, allowed_j, n_comp, hyper.sigma_star, diagonal, known,
                                                init_means))(keys)
-    stacked = em.run_em_restarts(Xc, inits, hyper, allowed_j, config, max_iter=max_iter, tol=tol)
+    if data_devices is None:
+        stacked = em.run_em_restarts(Xc, inits, hyper, allowed_j, config, max_iter=max_iter, tol=tol)
+    else:   # the rows split over data_devices devices, the E-step sums psum'd (issue 21.2): the same fixed point
+        from zoo.inference.sharding import data_mesh, run_em_sharded
+        stacked = run_em_sharded(np.asarray(Xc), inits, hyper, allowed, config, max_iter=max_iter, tol=tol,
+                                 mesh=data_mesh(data_devices))
+        stacked = jax.tree_util.tree_map(np.asarray, stacked)     # host arrays: off the mesh
     return stacked, Xc, hyper, config, mu_star
 
 
@@ -223,11 +230,11 @@ def _pointwise_log_lik(Xc, params, allowed, config):
 
 
 def _em_fit(spec, X, allowed, method, *, use_prior, learn_weights, seed, num_chains, max_iter, tol,
-            init_means, reg_covar, progress_bar, predictor, data):
+            init_means, reg_covar, progress_bar, data_devices, predictor, data):
     res, Xc, hyper, config, mu_star = _run_em(spec, X, allowed, use_prior=use_prior, learn_weights=learn_weights,
                                               seed=seed, num_chains=num_chains, max_iter=max_iter, tol=tol,
                                               init_means=init_means, reg_covar=reg_covar,
-                                              progress_bar=progress_bar)
+                                              progress_bar=progress_bar, data_devices=data_devices)
     params = res.params
     pointwise = _pointwise_log_lik(Xc, params, jnp.asarray(allowed), config)  # (chain, N)
     posterior = {"mu": np.asarray(params.means) + mu_star}
@@ -260,13 +267,18 @@ def _em_fit(spec, X, allowed, method, *, use_prior, learn_weights, seed, num_cha
                data=data)
 
 
-def _em_options(num_chains=4, max_iter=500, tol=1e-10, init_means=None, reg_covar=1e-6, progress_bar=True):
-    """The EM methods' options (the registry refuses other names), checked and in canonical form."""
+def _em_options(num_chains=4, max_iter=500, tol=1e-10, init_means=None, reg_covar=1e-6, progress_bar=True,
+                data_devices=None):
+    """The EM methods' options (the registry refuses other names), checked and in canonical form.
+
+    ``data_devices``: None (one device) or how many of ``jax.devices()`` the rows are sharded over
+    (``zoo.inference.sharding.run_em_sharded``: the same iterations, sums in another order)."""
     if init_means is not None:
         init_means = check_features(init_means, "init_means")
     return dict(num_chains=positive_int(num_chains, "num_chains"), max_iter=positive_int(max_iter, "max_iter"),
                 tol=positive_float(tol, "tol"), init_means=init_means,
-                reg_covar=nonnegative_float(reg_covar, "reg_covar"), progress_bar=boolean(progress_bar, "progress_bar"))
+                reg_covar=nonnegative_float(reg_covar, "reg_covar"), progress_bar=boolean(progress_bar, "progress_bar"),
+                data_devices=check_data_devices(data_devices))
 
 
 # -------------------------------------------------------------------------------------------- predictions

@@ -29,6 +29,7 @@ from zoo.data.ross03 import MatrixDataset
 from zoo.inference import mcvq_steps as steps
 from zoo.inference.variational_em import MCVQConfig, MCVQState, initialize, run_variational_em, temperature_schedule
 from zoo.models.mcvq import default_priors, mcvq_program
+from zoo.options import data_devices as check_data_devices
 from zoo.options import positive_float, positive_int
 from zoo.priors import dirichlet_concentration
 from zoo.registry import register_method, register_model
@@ -137,7 +138,7 @@ class MCVQFitState:
 
 
 def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_floor, labels, progress_bar,
-         monte_carlo_samples, num_draws):
+         monte_carlo_samples, num_draws, data_devices=None):
     kind = _KINDS[spec.id]
     X, M, data_labels = as_matrix(data)
     C, D = X.shape
@@ -158,7 +159,7 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
     if sigma_floor is None:
         sigma_floor = max(0.01 * float(observed.std()), 1e-6)
     sigma_floor = positive_float(sigma_floor, "sigma_floor")
-    monte_carlo_samples = positive_int(monte_carlo_samples, "monte_carlo_samples")
+    data_devices = check_data_devices(data_devices)
 
     if kind == "supervised":
         lab, N = _check_labels(data_labels if labels is None else labels, C)
@@ -184,7 +185,12 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
     init = jax.vmap(lambda k: initialize(k, Xj, Mj, K, J, N, sigma_floor, z_init=z_init,
                                          random_class_priors=kind == "clustered"))(keys)
     with tqdm(total=max_iter, desc=f"{spec.id} variational EM", disable=not progress_bar, leave=False) as bar:
-        final, trace = run_variational_em(init, Xj, Mj, temps, conc, sigma_floor, config, progress=bar.update)
+        if data_devices is None:
+            final, trace = run_variational_em(init, Xj, Mj, temps, conc, sigma_floor, config, progress=bar.update)
+        else:   # the cases split over data_devices devices, the sums over cases psum'd (issue 21.2)
+            from zoo.inference.sharding import data_mesh, run_variational_em_sharded
+            final, trace = run_variational_em_sharded(init, X, M, temps, conc, sigma_floor, config,
+                                                      mesh=data_mesh(data_devices), progress=bar.update)
     last = trace[:, -1]
     # a restart whose free energy is NaN (an overflow) is never the best; when all are, zoo.finite names the cause
     best = int(np.nanargmin(last)) if np.isfinite(last).any() else 0
@@ -273,17 +279,17 @@ _VEM_DOC = """Variational EM with annealed inverse temperature (Ross 2003, Sec. 
     (40), t_start (first temperature, default C - 1),
     anneal_iters (iterations over which T falls linearly to 1, default 3/4 of max_iter), sigma_floor (default 1% of
     the pooled sd), labels (supervised model), monte_carlo_samples (eq. 4.3 classifier, 1000), num_draws (draws of
-    each restart's q in ``posterior``, 100), progress_bar.
+    each restart's q in ``posterior``, 100), data_devices (None: one device; n: the cases sharded over n of
+    ``jax.devices()``, zoo.inference.sharding.run_variational_em_sharded), progress_bar.
     """
 
 
 def _make_runner(model_id: str):
     def runner(spec, data, seed=0, num_chains=4, max_iter=40, t_start=None, anneal_iters=None, sigma_floor=None,
-               labels=None, progress_bar=True, monte_carlo_samples=1000, num_draws=100, **unknown) -> Fit:
-        if unknown:
-            raise ValueError(f"{sorted(unknown)[0]}: unknown option of variational_em for {model_id}")
+               labels=None, progress_bar=True, monte_carlo_samples=1000, num_draws=100, data_devices=None) -> Fit:
+        # the registry refuses unknown option names (listing these) before the runner starts
         return _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_floor, labels,
-                    progress_bar, monte_carlo_samples, num_draws)
+                    progress_bar, monte_carlo_samples, num_draws, data_devices)
     runner.__doc__ = _VEM_DOC
     return runner
 
