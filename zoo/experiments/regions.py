@@ -18,12 +18,14 @@ then over images (Carbonetto et al. 2003, Sec. 5.3). ``zoo bench regions`` is in
 """
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 import numpy as np
 
 __all__ = ["word_prior_scores", "cooccurrence_scores", "supervised_scores", "region_accuracy", "baseline_table",
-           "baseline_rows", "run_baselines", "baseline_tables", "plot_regions", "reproduce", "is_cached"]
+           "baseline_rows", "BaselineSetting", "BaselineRun", "run_baselines", "baseline_tables", "plot_regions",
+           "reproduce", "is_cached"]
 
 
 def word_prior_scores(train, test) -> np.ndarray:
@@ -138,8 +140,24 @@ def is_cached(segmentation: str) -> bool:
 _is_cached = is_cached
 
 
-def run_baselines(settings, n_jobs: int = 2) -> list[dict]:
-    """For each (segmentation, annotation, features): {setting, n_train, n_test, rows (``baseline_table``)}."""
+@dataclasses.dataclass
+class BaselineSetting:
+    """The baselines on one (segmentation, annotation, features) setting of MSRC-v2: ``rows`` are
+    ``baseline_table``'s (method, with_captions, per_image, free)."""
+    setting: tuple[str, str, str]
+    n_train: int      # training regions
+    n_test: int       # labelled test regions
+    rows: list[dict]
+
+
+@dataclasses.dataclass
+class BaselineRun:
+    """``run_baselines``' numbers: one ``BaselineSetting`` per setting, in the order run."""
+    settings: list[BaselineSetting]
+
+
+def run_baselines(settings, n_jobs: int = 2) -> BaselineRun:
+    """The four baselines on each (segmentation, annotation, features) of ``settings`` (train / test split)."""
     import zoo
 
     results = []
@@ -147,24 +165,24 @@ def run_baselines(settings, n_jobs: int = 2) -> list[dict]:
         options = dict(segmentation=segmentation, annotation=annotation, features=features, n_jobs=n_jobs)
         train = zoo.load_dataset("msrc_v2", split="train", **options)
         test = zoo.load_dataset("msrc_v2", split="test", **options)
-        results.append({"setting": (segmentation, annotation, features), "n_train": int(train.X.shape[0]),
-                        "n_test": int((test.region_labels >= 0).sum()), "rows": baseline_table(train, test)})
+        results.append(BaselineSetting(setting=(segmentation, annotation, features), n_train=int(train.X.shape[0]),
+                                       n_test=int((test.region_labels >= 0).sum()), rows=baseline_table(train, test)))
         print(f"regions: {segmentation}, {annotation} labels, {features} features done", flush=True)
-    return results
+    return BaselineRun(results)
 
 
-def baseline_tables(results: list[dict]) -> list:
+def baseline_tables(run: BaselineRun) -> list:
     """One Table per setting of ``run_baselines``."""
     from zoo.reports import Table
 
     tables = []
-    for res in results:
-        segmentation, annotation, features = res["setting"]
+    for res in run.settings:
+        segmentation, annotation, features = res.setting
         tables.append(Table(
             title=f"MSRC-v2 test split: {segmentation} segmentation, {annotation} labels, {features} features",
-            header=COLUMNS, rows=baseline_rows(res["rows"]),
-            note=f"Per-region accuracy (share of labelled test regions); {res['n_train']} training regions, "
-                 f"{res['n_test']} labelled test regions. 'with captions': prediction restricted to the image's "
+            header=COLUMNS, rows=baseline_rows(res.rows),
+            note=f"Per-region accuracy (share of labelled test regions); {res.n_train} training regions, "
+                 f"{res.n_test} labelled test regions. 'with captions': prediction restricted to the image's "
                  f"keywords; 'per image': that accuracy averaged within each image first; 'free': the whole "
                  f"vocabulary. No paper reports these baselines on MSRC-v2: they are the floor (chance, word "
                  f"frequency) and ceiling (supervised) for the region-word models."))
