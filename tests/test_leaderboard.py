@@ -160,3 +160,38 @@ def test_corel5k_split_is_seeded_and_disjoint():
     assert np.all(sizes >= captions.sum(axis=1))
     other = lb.corel5k_split(1)[1]
     assert not np.array_equal(other, visual)
+
+
+def test_results_file_keeps_rows_and_a_rerun_resumes(tmp_path):
+    data = synthetic(n_images=16)
+    path = tmp_path / "rows.jsonl"
+    names = ["chance", "naive Bayes"]
+    first = lb.leaderboard(data, models=names, splits=2, results=path, log=lambda *_: None)
+    assert len(lb.read_results(path)) == 4
+    with path.open("a") as f:
+        f.write('{"dataset": "user data", "meth')          # a run killed while writing its last row
+    calls = []
+    again = lb.leaderboard(data, models=names + ["word frequency"], splits=2, results=path, log=calls.append)
+    assert len(calls) == 2 and all("word frequency" in c for c in calls)   # only the missing rows ran
+    assert [r for r in again if r["method"] != "word frequency"] == first
+    assert len(lb.read_results(path)) == 6
+
+
+def test_raw_feature_rows_undo_the_split_standardization():
+    data = synthetic(n_images=16)
+    split = lb.make_split(data, seed=0)
+    np.testing.assert_allclose(split.train.X * split.scale + split.mean,
+                               data.X[np.isin(data.image_ids, split.test_images, invert=True)])
+    settings = lb.Settings(0, True, split.mean, split.scale)
+    raw = lb.METHODS["carbonetto03 MAP full (raw features)"][1](split.train, split.blind, settings)
+    assert raw.region.shape == (split.blind.X.shape[0], 3) and np.allclose(raw.region.sum(axis=1), 1)
+
+
+def test_precision_recall_at_5_by_hand():
+    from zoo.leaderboard_corel import precision_recall_at_5
+    scores = np.arange(7.0)[None, ::-1].repeat(2, axis=0)              # words 0..4 ranked first
+    captions = np.zeros((2, 7), bool)
+    captions[0, [0, 1, 6]] = True                                       # 2 of 3 in the top 5
+    captions[1, [5]] = True                                             # none in the top 5, one unseen word
+    p, r = precision_recall_at_5(scores, captions, np.array([3, 2]))
+    assert p == pytest.approx((2 / 5 + 0) / 2) and r == pytest.approx((2 / 3 + 0) / 2)

@@ -114,7 +114,11 @@ def test_loader_end_to_end_on_a_fake_copy(fake_msrc):
 
 def test_cache_is_reused_and_keyed_by_the_segmentation_parameters(fake_msrc, monkeypatch):
     options = dict(segmentation="slic", n_jobs=1, progress=False)
+    assert not msrc.is_cached("slic")
     first = zoo.load_dataset("msrc_v2", split="all", **options)
+    assert msrc.is_cached("slic") and not msrc.is_cached("slic", {"n_segments": 6})
+    assert not msrc.is_cached("ncut")
+    assert msrc.cache_key("slic", {"a": 1}, ["x"]) != msrc.cache_key("slic", {"a": 2}, ["x"])
     cached = sorted(p.name for p in (fake_msrc.parents[1] / "cache").iterdir())
     assert len(cached) == 2  # the region table and the region maps
 
@@ -177,7 +181,7 @@ def test_bad_options_and_missing_data_are_clear_errors(fake_msrc, tmp_path, monk
 # ------------------------------------------------------------------------------------------ the real data
 def _real_root():
     try:
-        return msrc._msrc_root()
+        return msrc.msrc_root()
     except FileNotFoundError:
         pytest.skip("MSRC-v2 not found (ZOO_DATA or ../shared/data)")
 

@@ -21,48 +21,42 @@ Metrics (mean and standard deviation over splits):
 Hyperparameters chosen on training data only (no method sees a test fold): logistic regression's C and the
 supervised bound's C by inner 3-fold CV over training images, SI-SVM's C by inner CV, MoM's number of topics /
 truncation by the training ELBO, restarts by objective. Rows "(default)" / "(selected)" give before and after.
+The methods and their choices: ``zoo.leaderboard_methods``; Corel5k: ``zoo.leaderboard_corel``.
 """
 from __future__ import annotations
 
 import sys
 import time
 import types
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from zoo import baselines as bl
 from zoo.data.containers import AnnotatedRegions
+from zoo.leaderboard_corel import corel5k_leaderboard, corel5k_split
+from zoo.leaderboard_methods import FAST_METHODS, METHODS, Scores, Settings
 
 __all__ = ["Scores", "Split", "make_split", "evaluate", "tie_accuracy", "METHODS", "FAST_METHODS", "leaderboard",
            "summarize", "markdown_table", "table_rows", "plot_leaderboard", "msrc_regions", "corel5k_split",
-           "corel5k_leaderboard", "cli"]
+           "corel5k_leaderboard", "read_results", "cli"]
 
 METRICS = ("caption_acc", "free_acc", "P@5", "R@5", "log_density", "fit_s")
-
-
-class Scores(NamedTuple):
-    """region (R_test, W) scores over the training vocabulary; probabilistic: rows are p(w | region)."""
-    region: np.ndarray
-    probabilistic: bool
 
 
 class Split(NamedTuple):
     """train: standardized, vocabulary = training caption words; blind: test regions without captions or labels;
     labels (R_test,) true word index, -1 unlabelled, -2 a word unseen in training; keywords (I_test, W) 0/1 test
     captions over the vocabulary; caption_sizes (I_test,) full caption lengths (unseen words included);
-    test_images (I_test,) the test images' indices in the data set."""
+    test_images (I_test,) the test images' indices in the data set; mean, scale (D,): the standardization
+    (X_std = (X_raw - mean) / scale, from the training regions)."""
     train: AnnotatedRegions
     blind: AnnotatedRegions
     labels: np.ndarray
     keywords: np.ndarray
     caption_sizes: np.ndarray
     test_images: np.ndarray | None = None
-
-
-class Settings(NamedTuple):
-    seed: int
-    fast: bool
+    mean: np.ndarray | None = None
+    scale: np.ndarray | None = None
 
 
 def _subset(data: AnnotatedRegions, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,7 +100,7 @@ def make_split(data: AnnotatedRegions, seed: int, test_fraction: float = 0.5) ->
     labels_te = data.region_labels[keep_te]
     labels = np.where(labels_te >= 0, new_word[np.maximum(labels_te, 0)], -1)
     return Split(train, blind, labels, full[test_images][:, words].astype(bool), full[test_images].sum(axis=1),
-                 test_images)
+                 test_images, mean, scale)
 
 
 def tie_accuracy(scores: np.ndarray, labels: np.ndarray, allowed: np.ndarray | None = None) -> float:
@@ -150,187 +144,6 @@ def evaluate(scores: Scores, split: Split) -> dict[str, float]:
     return out
 
 
-# ------------------------------------------------------------------------------------------------- methods
-def _carbonetto(method: str, covariance: str) -> Callable:
-    def run(train, blind, s: Settings) -> Scores:
-        import zoo
-        alpha = max(13.0, train.X.shape[1] + 2.0)  # Carbonetto et al. 2003, Sec. 5.3 (alpha = 13)
-        spec = zoo.model("carbonetto03.translation", covariance=covariance, a=-1.0, b=1e-5, alpha=alpha)
-        fit = zoo.fit(spec, train, method=method, seed=s.seed, num_chains=2 if s.fast else 5, progress_bar=False)
-        return Scores(fit.predict(blind).word_proba, True)  # restarts: the best objective is kept
-    return run
-
-
-def _gustafson(variant: str) -> Callable:
-    def run(train, blind, s: Settings) -> Scores:
-        import zoo
-        from zoo.experiments.gustafson07 import subset_images
-        sizes = np.bincount(train.image_ids, minlength=train.n_images)
-        ok = [i for i in range(train.n_images) if 0 < len(train.keywords[i]) <= sizes[i]]  # coverage possible
-        n = 100 if s.fast else 500
-        fit = zoo.fit(zoo.model(f"gustafson07.{variant}"), subset_images(train, ok), method="collapsed_gibbs",
-                      seed=s.seed, num_chains=1, num_warmup=n, num_samples=n, progress_bar=False)
-        pred = fit.predict(blind)
-        column = {c: j for j, c in enumerate(pred.concepts)}
-        region = np.stack([pred.label_proba[:, column[w]] for w in train.vocabulary], axis=1)
-        return Scores(region, True)  # the garbage concept's mass counts as a miss
-    return run
-
-
-def _mom(model_id: str, key: str, k: int | None) -> Callable:
-    """MoM-LDA / MoM-HDP on blob-token visual words; k=None: K from (5, 10, 20, 40) by the best training ELBO."""
-    def run(train, blind, s: Settings) -> Scores:
-        import zoo
-        from zoo.data.visual_words import counts_from_regions
-        n_vw = max(2, min(64, train.X.shape[0] // 4))
-        counts = counts_from_regions(train, n_vw, s.seed, train=train)
-        used = counts.visual_words.sum(axis=0) > 0
-        test = counts_from_regions(blind, n_vw, s.seed, train=train)
-        counts, test = (type(c)(c.words, c.visual_words[:, used], c.word_vocabulary, None,
-                                region_visual_words=c.region_visual_words[:, used],
-                                region_image_ids=c.region_image_ids) for c in (counts, test))
-        best = None
-        for kk in ((k,) if k is not None else ((5, 10, 20) if s.fast else (5, 10, 20, 40))):
-            fit = zoo.fit(zoo.model(model_id, **{key: kk}), counts, seed=s.seed, num_chains=2,
-                          max_iter=100 if s.fast else 300, tol=1e-5, progress_bar=False)
-            elbo = float(np.max(fit.state.final_elbo))
-            if best is None or elbo > best[0]:
-                best = (elbo, fit)
-        return Scores(best[1].predict(test).word_proba, True)
-    return run
-
-
-def _kueck(variant: str) -> Callable:
-    """One-vs-rest per word, bag = image: constraint (bag label = word in caption) or hybrid (plus the guessed
-    share of positives 1/|caption| in a captioned bag, 0 otherwise); region score = posterior Pr(word)."""
-    def run(train, blind, s: Settings) -> Scores:
-        import zoo
-        from zoo.data import Bags
-        keywords = train.keyword_matrix()
-        sizes = keywords.sum(axis=1)
-        out = np.zeros((blind.X.shape[0], keywords.shape[1]))
-        n = 100 if s.fast else 1000
-        test_bags = Bags(blind.X, blind.image_ids)
-        for w in range(keywords.shape[1]):
-            y = keywords[:, w]
-            if y.all() or not y.any():
-                out[:, w] = float(y.mean())
-                continue
-            extra = dict(fractions=y / np.maximum(sizes, 1)) if variant == "hybrid" else {}
-            bags = Bags(train.X, train.image_ids, bag_labels=y, **extra)
-            fit = zoo.fit(zoo.model(f"kueck04.{variant}", max_active=50), bags, seed=s.seed, num_chains=1,
-                          num_warmup=n, num_samples=n, progress_bar=False)
-            out[:, w] = fit.predict(test_bags).instance_proba
-        return Scores(out, False)  # one-vs-rest probabilities do not sum to one over words
-    return run
-
-
-def _baseline(fn, probabilistic: bool, **options) -> Callable:
-    def run(train, blind, s: Settings) -> Scores:
-        extra = {"seed": s.seed} if "seed" in fn.__code__.co_varnames else {}
-        return Scores(fn(train, blind, **options, **extra), probabilistic)
-    return run
-
-
-METHODS: dict[str, tuple[str, Callable]] = {
-    "chance": ("baseline", _baseline(bl.chance_scores, True)),
-    "word frequency": ("baseline", _baseline(bl.word_frequency_scores, False)),
-    "co-occurrence": ("baseline", _baseline(bl.cooccurrence_scores, True)),
-    "naive Bayes": ("baseline", _baseline(bl.naive_bayes_scores, True)),
-    "logistic regression (C=1, default)": ("baseline", _baseline(bl.logistic_regression_scores, True, C=1.0)),
-    "logistic regression (C selected)": ("baseline", _baseline(bl.logistic_regression_scores, True, C="cv")),
-    "SI-SVM (C=1, default)": ("baseline", _baseline(bl.si_svm_scores, False, C=1.0)),
-    "SI-SVM (C selected)": ("baseline", _baseline(bl.si_svm_scores, False, C="cv")),
-    "mi-SVM": ("baseline", _baseline(bl.mi_svm_scores, False)),
-    "carbonetto03 ML diag": ("model", _carbonetto("ml_em", "diag")),
-    "carbonetto03 ML full": ("model", _carbonetto("ml_em", "full")),
-    "carbonetto03 MAP diag": ("model", _carbonetto("map_em", "diag")),
-    "carbonetto03 MAP full": ("model", _carbonetto("map_em", "full")),
-    "gustafson07 FULL": ("model", _gustafson("full")),
-    "gustafson07 FS": ("model", _gustafson("fs")),
-    "gustafson07 CVFS": ("model", _gustafson("cvfs")),
-    "MoM-LDA (K=20, default)": ("model", _mom("yakhnenko.mom_lda", "n_topics", 20)),
-    "MoM-LDA (K by ELBO)": ("model", _mom("yakhnenko.mom_lda", "n_topics", None)),
-    "MoM-HDP (T=20, default)": ("model", _mom("yakhnenko.mom_hdp", "truncation", 20)),
-    "MoM-HDP (T by ELBO)": ("model", _mom("yakhnenko.mom_hdp", "truncation", None)),
-    "kueck04 constraint": ("model", _kueck("constraint")),
-    "kueck04 hybrid": ("model", _kueck("hybrid")),
-    "supervised LR (upper bound)": ("bound", _baseline(bl.supervised_scores, True)),
-}
-FAST_METHODS = tuple(m for m in METHODS if not m.startswith(("kueck04", "gustafson07", "mi-SVM")))
-
-
-# --------------------------------------------------------------------------------------- Corel5k (images)
-def corel5k_split(seed: int, n_test: int = 500):
-    """A seeded 4500 / 500 split of all 5000 Corel5k images (Mulan's blob tokens): (train MultimodalCounts with the
-    words and blob tokens that occur in training, test blob tokens (I_test, V), test captions (I_test, W) bool over
-    those words, full caption sizes (I_test,))."""
-    import zoo
-    from zoo.data import MultimodalCounts
-    parts = [zoo.load_dataset("corel5k", split=s, drop_unseen_words=False) for s in ("train", "test")]
-    words = np.concatenate([p.words for p in parts])
-    visual = np.concatenate([p.visual_words for p in parts])
-    order = np.random.default_rng(seed).permutation(words.shape[0])
-    test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
-    keep_w = words[train].sum(axis=0) > 0
-    keep_v = visual[train].sum(axis=0) > 0
-    names = [w for w, k in zip(parts[0].word_vocabulary, keep_w) if k]
-    fit_data = MultimodalCounts(words[train][:, keep_w], visual[train][:, keep_v], names, None)
-    return fit_data, visual[test][:, keep_v], words[test][:, keep_w] > 0, (words[test] > 0).sum(axis=1)
-
-
-def _corel_methods(fast: bool) -> dict:
-    from zoo.papers import yakhnenko as yh
-
-    def mom(model_id, key, k):
-        def run(train, visual, seed):
-            import zoo
-            from zoo.data import MultimodalCounts
-            best = None
-            for kk in ((k,) if k else (5, 10, 20, 40)):
-                fit = zoo.fit(zoo.model(model_id, **{key: kk}), train, seed=seed, num_chains=2,
-                              max_iter=100 if fast else 300, tol=1e-5, progress_bar=False)
-                elbo = float(np.max(fit.state.final_elbo))
-                best = (elbo, fit) if best is None or elbo > best[0] else best
-            test = MultimodalCounts(np.zeros((visual.shape[0], train.words.shape[1]), np.int64), visual)
-            return best[1].predict(test).caption_word_proba
-        return run
-    methods = {"word frequency": lambda tr, v, s: np.tile(tr.words.mean(axis=0), (v.shape[0], 1)),
-               "naive Bayes (one-vs-all)": lambda tr, v, s: yh.one_vs_all_baseline(tr, v, kind="nb", seed=s),
-               "MoM-LDA (K=20, default)": mom("yakhnenko.mom_lda", "n_topics", 20),
-               "MoM-HDP (T=20, default)": mom("yakhnenko.mom_hdp", "truncation", 20)}
-    if not fast:
-        methods["logistic regression (one-vs-all)"] = lambda tr, v, s: yh.one_vs_all_baseline(tr, v, kind="lr",
-                                                                                                seed=s)
-        methods["MoM-LDA (K by ELBO)"] = mom("yakhnenko.mom_lda", "n_topics", None)
-        methods["MoM-HDP (T by ELBO)"] = mom("yakhnenko.mom_hdp", "truncation", None)
-    return methods
-
-
-def corel5k_leaderboard(splits: int = 5, fast: bool = False, log=print) -> list[dict]:
-    """Image annotation on Corel5k (no region features or region truth there: P@5 / R@5 only), rows as
-    ``leaderboard``'s; the methods see only the test images' blob tokens."""
-    rows = []
-    for seed in range(int(splits)):
-        train, visual, captions, sizes = corel5k_split(seed)
-        for name, run in _corel_methods(fast).items():
-            row = {"dataset": "corel5k", "method": name, "split": seed, "error": "",
-                   "family": "model" if name.startswith("MoM") else "baseline",
-                   **{m: float("nan") for m in METRICS}}
-            t0 = time.perf_counter()
-            try:
-                scores = run(train, visual, seed)
-                top = np.argsort(-scores, axis=1, kind="stable")[:, :5]
-                hits = np.take_along_axis(captions, top, axis=1).sum(axis=1)
-                row.update({"P@5": float((hits / 5).mean()), "R@5": float((hits / np.maximum(sizes, 1)).mean())})
-            except Exception as err:  # reported in the table
-                row["error"] = f"{type(err).__name__}: {err}"[:200]
-            row["fit_s"] = time.perf_counter() - t0
-            rows.append(row)
-            log(f"leaderboard corel5k split {seed} {name}: P@5 {row['P@5']:.3f} ({row['fit_s']:.1f} s)")
-    return rows
-
-
 def msrc_regions(segmentation: str = "ncut", features: str = "carbonetto03", n_images: int | None = None,
                  seed: int = 0) -> AnnotatedRegions:
     """All MSRC-v2 regions of one segmentation / feature set, raw features (the leaderboard standardizes per
@@ -346,41 +159,92 @@ def msrc_regions(segmentation: str = "ncut", features: str = "carbonetto03", n_i
                             region_labels=data.region_labels[keep])
 
 
+def read_results(path) -> list[dict]:
+    """The rows of a ``results`` file (JSON lines; a truncated last line, from a killed run, is dropped)."""
+    import json
+    import pathlib
+
+    path = pathlib.Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return rows
+
+
+def _sink(results):
+    """A function appending one row as a JSON line to ``results`` (flushed at once), or None."""
+    if results is None:
+        return None
+    import json
+    import pathlib
+
+    path = pathlib.Path(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        text = path.read_text()
+        if text and not text.endswith("\n"):     # a killed run's half-written last row: dropped
+            path.write_text(text[: text.rfind("\n") + 1])
+
+    def write(row):
+        with path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+    return write
+
+
 def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False, *, test_fraction: float = 0.5,
-                log=print, **data_options) -> list[dict]:
+                log=print, results=None, **data_options) -> list[dict]:
     """Rows {dataset, method, family, split, <metrics>} for every method x split (a failing method keeps its rows,
     with nan metrics and the error in ``error``). data: an ``AnnotatedRegions``, "msrc_v2" (``data_options``
-    go to ``msrc_regions``) or "corel5k" (``corel5k_leaderboard``); models: names of ``METHODS`` (None: all, or ``FAST_METHODS`` when ``fast``)."""
+    go to ``msrc_regions``) or "corel5k" (``corel5k_leaderboard``); models: names of ``METHODS`` (None: all, or
+    ``FAST_METHODS`` when ``fast``; for Corel5k names of ``corel5k_methods``). results: a JSON-lines file each
+    row is appended to as soon as it is done, so a killed run keeps what it finished; rows already there (same
+    dataset, method, split) are read back instead of run again."""
     if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)) or splits < 1:
         raise ValueError(f"splits: expected a positive int, got {splits!r}")
+    previous = read_results(results) if results is not None else []
+    sink = _sink(results)
+    if isinstance(data, str) and data == "corel5k":
+        old = [r for r in previous if r["dataset"] == "corel5k" and r["split"] < splits
+               and (models is None or r["method"] in models)]
+        done = {(r["method"], r["split"]) for r in old}
+        return old + corel5k_leaderboard(splits, fast, log, models=models, done=done, sink=sink)
     names = list(models) if models is not None else list(FAST_METHODS if fast else METHODS)
     unknown = [m for m in names if m not in METHODS]
     if unknown:
         raise ValueError(f"models: unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
     if isinstance(data, str):
-        if data == "corel5k":
-            if models is not None:
-                raise ValueError("models: Corel5k runs its own image-level methods (word frequency, NB, LR, MoM)")
-            return corel5k_leaderboard(splits, fast, log)
         if data != "msrc_v2":
             raise ValueError(f"data: expected 'msrc_v2', 'corel5k' or an AnnotatedRegions, got {data!r}")
         label = "msrc_v2 " + " ".join(str(v) for _, v in sorted(data_options.items()) if v is not None)
         data = msrc_regions(**data_options)
     else:
         label = "user data"
+    done = {(r["method"], r["split"]): r for r in previous if r["dataset"] == label}
     rows = []
     for seed in range(int(splits)):
+        todo = [name for name in names if (name, seed) not in done]
+        rows += [done[(name, seed)] for name in names if (name, seed) in done]
+        if not todo:
+            continue
         split = make_split(data, seed, test_fraction)
-        for name in names:
+        for name in todo:
             family, run = METHODS[name]
             row = {"dataset": label, "method": name, "family": family, "split": seed, "error": ""}
             t0 = time.perf_counter()
             try:
-                row.update(evaluate(run(split.train, split.blind, Settings(seed, fast)), split))
+                row.update(evaluate(run(split.train, split.blind, Settings(seed, fast, split.mean, split.scale)),
+                                    split))
             except Exception as err:  # reported in the table, never silently dropped
                 row.update({m: float("nan") for m in METRICS[:-1]}, error=f"{type(err).__name__}: {err}"[:200])
             row["fit_s"] = time.perf_counter() - t0
             rows.append(row)
+            if sink is not None:
+                sink(row)
             log(f"leaderboard split {seed} {name}: caption {row['caption_acc']:.3f} free {row['free_acc']:.3f} "
                 f"({row['fit_s']:.1f} s){' ' + row['error'] if row['error'] else ''}")
     return rows
@@ -430,7 +294,8 @@ def markdown_table(summary: list[dict]) -> str:
 
 
 def plot_leaderboard(summary: list[dict], path):
-    """Horizontal bars of within-caption and free accuracy (mean ± sd over splits) per method; saves ``path``."""
+    """Horizontal bars per method and data set (mean ± sd over splits): within-caption and free region accuracy,
+    or P@5 where a data set has no region truth (Corel5k); saves ``path``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -441,14 +306,17 @@ def plot_leaderboard(summary: list[dict], path):
     for ax, dataset in zip(axes[0], datasets):
         rows = [r for r in summary if r["dataset"] == dataset]
         y = np.arange(len(rows))
-        for offset, metric, hatch in ((-0.2, "caption_acc", ""), (0.2, "free_acc", "//")):
+        regions = any(np.isfinite(r["caption_acc"][0]) for r in rows)
+        bars = ((-0.2, "caption_acc", ""), (0.2, "free_acc", "//")) if regions else ((0.0, "P@5", ""),)
+        for offset, metric, hatch in bars:
             mean = np.array([r[metric][0] for r in rows]) * 100
             sd = np.array([r[metric][1] for r in rows]) * 100
             ax.barh(y + offset, np.nan_to_num(mean), 0.4, xerr=np.nan_to_num(sd), hatch=hatch,
                     color=[colours[r["family"]] for r in rows], edgecolor="black", linewidth=0.3)
         ax.set_yticks(y, [r["method"] for r in rows], fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel("region accuracy % (plain: within caption, hatched: free)")
+        ax.set_xlabel("region accuracy % (plain: within caption, hatched: free)" if regions else
+                      "image annotation P@5 %")
         ax.set_title(dataset, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -463,11 +331,14 @@ def cli(args) -> int:
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    results = out / f"leaderboard{'_fast' if args.fast else ''}.jsonl"  # rows kept as they finish; reused
     if args.data == "corel5k":
-        rows = leaderboard("corel5k", splits=args.splits, fast=args.fast)
+        rows = leaderboard("corel5k", models=args.model or None, splits=args.splits, fast=args.fast,
+                           results=results)
     else:
         rows = leaderboard(args.data, models=args.model or None, splits=args.splits, fast=args.fast,
-                           segmentation=args.segmentation, features=args.features, n_images=args.images)
+                           results=results, segmentation=args.segmentation, features=args.features,
+                           n_images=args.images)
     summary = summarize(rows)
     table = markdown_table(summary)
     (out / "leaderboard.md").write_text(table + "\n")

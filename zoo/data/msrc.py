@@ -31,7 +31,8 @@ import numpy as np
 from zoo.data import visual_words as vw
 from zoo.data.location import dataset_path, register_loader
 
-__all__ = ["MSRC_FOLDER", "MSRC_CLASSES", "MSRC21_DROPPED", "cache_dir", "msrc_image_names", "msrc_split",
+__all__ = ["MSRC_FOLDER", "MSRC_CLASSES", "MSRC21_DROPPED", "cache_dir", "msrc_root", "cache_key", "is_cached",
+           "msrc_image_names", "msrc_split",
            "read_msrc_image", "read_msrc_label_map", "region_class_counts", "region_labels_from_counts",
            "keywords_from_label_map", "msrc_region_table", "msrc_region_maps", "load_msrc_v2",
            "msrc_counts", "plot_msrc_image"]
@@ -60,7 +61,8 @@ def cache_dir() -> pathlib.Path:
     return path
 
 
-def _msrc_root() -> pathlib.Path:
+def msrc_root() -> pathlib.Path:
+    """The MSRC-v2 folder (classes.txt, images/, labels/, labels_cleaned/); FileNotFoundError when absent."""
     return dataset_path(MSRC_FOLDER, "classes.txt", "images", "labels", "labels_cleaned")
 
 
@@ -73,7 +75,7 @@ def _check_classes_file(root: pathlib.Path) -> None:
 
 def msrc_image_names() -> list[str]:
     """The 591 image stems (e.g. "1_1_s"), sorted by (row, number) of the database layout."""
-    root = _msrc_root()
+    root = msrc_root()
     names = [p.stem for p in (root / "images").glob("*.png")]
     if not names:
         raise FileNotFoundError(f"no images/*.png under {root}")
@@ -114,7 +116,7 @@ def read_msrc_image(name: str) -> np.ndarray:
     """The RGB photograph ``images/NAME.png``: (H, W, 3) uint8."""
     from PIL import Image
 
-    with Image.open(_msrc_root() / "images" / f"{name}.png") as im:
+    with Image.open(msrc_root() / "images" / f"{name}.png") as im:
         return np.asarray(im.convert("RGB"))
 
 
@@ -124,7 +126,7 @@ def read_msrc_label_map(name: str, annotation: str = "original") -> np.ndarray:
         raise ValueError(f"annotation: expected 'original' or 'cleaned', got {annotation!r}")
     from PIL import Image
 
-    with Image.open(_msrc_root() / _ANNOTATION_FOLDERS[annotation] / f"{name}.png") as im:
+    with Image.open(msrc_root() / _ANNOTATION_FOLDERS[annotation] / f"{name}.png") as im:
         return np.asarray(im)
 
 
@@ -198,10 +200,22 @@ def _describe_image(task: tuple) -> dict:
             "cleaned": region_class_counts(region_map, read_msrc_label_map(name, "cleaned"))}
 
 
-def _cache_key(method: str, params: dict, names: list[str]) -> str:
+def cache_key(method: str, params: dict, names: list[str]) -> str:
+    """The cache file stem of the ``method`` regions with full ``params`` of the images ``names``."""
     blob = json.dumps({"version": _CACHE_VERSIONS[method], "method": method, "params": params,
                        "names": hashlib.sha1("\n".join(names).encode()).hexdigest()}, sort_keys=True)
     return f"msrc_v2_{method}_{hashlib.sha1(blob.encode()).hexdigest()[:16]}"
+
+
+def is_cached(segmentation: str, segmentation_params: dict | None = None) -> bool:
+    """Whether the MSRC-v2 regions of ``segmentation`` (default parameters unless given) are cached already;
+    FileNotFoundError when the data are absent."""
+    from zoo.data.regions import segmentation_params as full_params
+    key = cache_key(segmentation, full_params(segmentation, **(segmentation_params or {})), msrc_image_names())
+    return (cache_dir() / f"{key}.npz").exists() and (cache_dir() / f"{key}_maps.npz").exists()
+
+
+_msrc_root, _cache_key = msrc_root, cache_key  # former private names (zoo.experiments.regions still uses them)
 
 
 def msrc_region_table(segmentation: str = "ncut", segmentation_params: dict | None = None, *,
@@ -217,10 +231,10 @@ def msrc_region_table(segmentation: str = "ncut", segmentation_params: dict | No
     from zoo.data.regions import segmentation_params as full_params
 
     params = full_params(segmentation, **(segmentation_params or {}))
-    root = _msrc_root()
+    root = msrc_root()
     _check_classes_file(root)
     names = msrc_image_names()
-    key = _cache_key(segmentation, params, names)
+    key = cache_key(segmentation, params, names)
     table_path = cache_dir() / f"{key}.npz"
     maps_path = cache_dir() / f"{key}_maps.npz"
     if table_path.exists() and maps_path.exists() and not refresh:

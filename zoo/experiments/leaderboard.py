@@ -1,10 +1,11 @@
 """The region-word leaderboard in the reports (``zoo reproduce leaderboard [--fast]``; issue 19).
 
-Full: ``zoo.leaderboard`` on MSRC-v2 for each available segmentation (ncut, slic) with the carbonetto03
-features, every method of ``zoo.leaderboard.METHODS``, 5 seeded image splits (half train, half test), plus the
-other feature sets (gustafson07, kueck04) on ncut with the methods that take seconds, and Corel5k image
-annotation (5 seeded 4500 / 500 splits; P@5 / R@5 only: no region features there). That is hours on 2 cores
-(the MCMC models fit one sampler per split, and Kueck's one per word and split).
+Full: ``run_full``: ``zoo.leaderboard`` on MSRC-v2 for each cached segmentation (ncut, slic) and each feature
+set (carbonetto03, gustafson07, kueck04) with the methods that take seconds to minutes (``FAST_METHODS``), Corel5k
+image annotation (5 seeded 4500 / 500 splits; P@5 / R@5 only: no region features there), then the MCMC models
+and mi-SVM (``SLOW_METHODS``) on the carbonetto03 features; 5 seeded image splits (half train, half test) each.
+Rows go to ``<out>/leaderboard.jsonl`` as they finish and are reused by a later run: hours on 2 cores (the MCMC
+models fit one sampler per split, Kueck's one per word and split), so it can be run in pieces.
 
 --fast (what ``zoo reproduce all --fast``, run by CI, runs): deliberately TINY, under a minute: 2 splits of 120
 MSRC-v2 images (ncut if cached, else slic), the cheap baselines and carbonetto03 ML diag only. It checks that
@@ -16,18 +17,45 @@ from __future__ import annotations
 import pathlib
 import time
 
-__all__ = ["reproduce", "FULL_SETTINGS", "TINY_METHODS"]
+__all__ = ["reproduce", "run_full", "FULL_STAGES", "TINY_METHODS", "SLOW_METHODS"]
 
 TINY_METHODS = ("chance", "word frequency", "co-occurrence", "naive Bayes", "logistic regression (C=1, default)",
                 "carbonetto03 ML diag", "supervised LR (upper bound)")
-FULL_SETTINGS = (("ncut", "carbonetto03", None), ("slic", "carbonetto03", None),
-                 ("ncut", "gustafson07", "fast"), ("ncut", "kueck04", "fast"))
+#: the methods that fit an MCMC sampler (or one SVM per word and relabelling round) per split
+SLOW_METHODS = ("mi-SVM", "gustafson07 FULL", "gustafson07 FS", "gustafson07 CVFS", "kueck04 constraint",
+                "kueck04 hybrid")
+#: the full run, cheapest stages first so that a run cut short still covers every setting with the fast
+#: methods: (segmentation or "corel5k", feature set, methods: "fast" = FAST_METHODS, "slow" = SLOW_METHODS)
+FULL_STAGES = (("ncut", "carbonetto03", "fast"), ("slic", "carbonetto03", "fast"), ("corel5k", None, None),
+               ("ncut", "gustafson07", "fast"), ("ncut", "kueck04", "fast"), ("slic", "gustafson07", "fast"),
+               ("slic", "kueck04", "fast"), ("ncut", "carbonetto03", "slow"), ("slic", "carbonetto03", "slow"))
+
+
+def run_full(results, splits: int = 5, stages=FULL_STAGES, log=print) -> tuple[list[dict], list[str]]:
+    """Every stage of ``stages`` on ``splits`` seeded splits, each row appended to ``results`` (JSON lines) as it
+    finishes; rows already in ``results`` are reused (so a killed run resumes). Returns (rows, notes)."""
+    from zoo import leaderboard as lb
+    rows, notes = [], []
+    for segmentation, features, methods in stages:
+        if segmentation == "corel5k":
+            try:
+                rows += lb.leaderboard("corel5k", splits=splits, fast=False, results=results, log=log)
+            except FileNotFoundError as err:
+                notes.append(f"Corel5k skipped: {err}")
+            continue
+        if not _available(segmentation):
+            notes.append(f"{segmentation}: segmentation not cached, skipped")
+            continue
+        names = lb.FAST_METHODS if methods == "fast" else SLOW_METHODS
+        rows += lb.leaderboard("msrc_v2", models=names, splits=splits, fast=False, results=results, log=log,
+                               segmentation=segmentation, features=features)
+    return rows, notes
 
 
 def _available(segmentation: str) -> bool:
-    from zoo.experiments.regions import _is_cached
+    from zoo.data import msrc
     try:
-        return segmentation == "slic" or _is_cached(segmentation)
+        return segmentation == "slic" or msrc.is_cached(segmentation)
     except FileNotFoundError:
         return False
 
@@ -41,7 +69,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     out_dir = pathlib.Path(out_dir)
     report = PaperReport("leaderboard", "Region-word leaderboard: every region-word model beside the baselines")
     try:
-        msrc._msrc_root()
+        msrc.msrc_root()
     except FileNotFoundError as err:
         report.notes.append(f"skipped: the MSRC-v2 data are not available ({err})")
         return report
@@ -54,17 +82,9 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
         report.notes.append("--fast: a tiny smoke run (2 splits of 120 images, 7 cheap methods), not the "
                             "leaderboard; run `zoo reproduce leaderboard` or `zoo leaderboard --fast`")
     else:
-        for segmentation, features, methods in FULL_SETTINGS:
-            if not _available(segmentation):
-                report.notes.append(f"{segmentation}: segmentation not cached, skipped")
-                continue
-            names = None if methods is None else lb.FAST_METHODS
-            rows += lb.leaderboard("msrc_v2", models=names, splits=5, fast=False, segmentation=segmentation,
-                                   features=features)
-        try:
-            rows += lb.leaderboard("corel5k", splits=5, fast=False)
-        except FileNotFoundError as err:
-            report.notes.append(f"Corel5k skipped: {err}")
+        full, notes = run_full(out_dir / "leaderboard.jsonl")
+        rows += full
+        report.notes += notes
     summary = lb.summarize(rows)
     table = Table("Leaderboard (mean ± sd over seeded image splits)", lb.HEADER, lb.table_rows(summary),
                   note="Region accuracy over labelled test regions (ties split evenly): 'caption' restricted to "

@@ -1,0 +1,190 @@
+"""The region-word methods of the leaderboard (``zoo.leaderboard.METHODS``): models through ``zoo.fit``, baselines
+from ``zoo.baselines``, each as ``run(train, blind, settings) -> Scores``.
+
+Every choice a method makes is made on its training split only (issue 19, point 2); rows come in before / after
+pairs where a choice is made:
+- restarts chosen by objective: carbonetto03 with 1 restart vs 5 (the best final objective kept, ``zoo.fit``);
+- feature standardization: carbonetto03 on the raw features vs the split's training standardization;
+- MoM number of topics / truncation and the HDP's concentrations: the default vs the best training ELBO over a
+  grid (a variational lower bound on the marginal likelihood, i.e. empirical Bayes; never the test images);
+- the C of logistic regression, SI-SVM and the supervised bound: fixed vs inner 3-fold CV over training images.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from zoo import baselines as bl
+
+__all__ = ["Scores", "Settings", "METHODS", "FAST_METHODS", "MOM_GRIDS", "best_by_elbo"]
+
+
+class Scores(NamedTuple):
+    """region (R_test, W) scores over the training vocabulary; probabilistic: rows are p(w | region)."""
+    region: np.ndarray
+    probabilistic: bool
+
+
+class Settings(NamedTuple):
+    """seed: the split's seed (every method's seed); fast: the short settings; mean, scale (D,): the split's
+    feature standardization (X_std = (X_raw - mean) / scale), for the raw-feature rows."""
+    seed: int
+    fast: bool
+    mean: np.ndarray | None = None
+    scale: np.ndarray | None = None
+
+
+#: option grids searched by the training ELBO (``best_by_elbo``): (model id, list of option dicts)
+MOM_GRIDS = {
+    "K": ("yakhnenko.mom_lda", [dict(n_topics=k) for k in (5, 10, 20, 40)]),
+    "K, alpha": ("yakhnenko.mom_lda", [dict(n_topics=k, alpha=a) for k in (5, 10, 20, 40) for a in (0.1, 1.0)]),
+    "T": ("yakhnenko.mom_hdp", [dict(truncation=t) for t in (5, 10, 20, 40)]),
+    "T, alpha, alpha_pi": ("yakhnenko.mom_hdp", [dict(truncation=t, alpha=a, alpha_pi=p) for t in (20, 40)
+                                                 for a in (1.0, 10.0) for p in (0.1, 1.0, 10.0)]),
+}
+
+
+def best_by_elbo(model_id: str, grid: list[dict], counts, seed: int, max_iter: int, log=None):
+    """Fit ``model_id`` with each option dict of ``grid`` (2 restarts each) on the training ``counts``; return
+    (best fit, its options, [(options, final ELBO)]): the highest final ELBO of the best restart."""
+    import zoo
+    best, trace = None, []
+    for options in grid:
+        fit = zoo.fit(zoo.model(model_id, **options), counts, seed=seed, num_chains=2, max_iter=max_iter, tol=1e-5,
+                      progress_bar=False)
+        elbo = float(np.max(fit.state.final_elbo))
+        trace.append((options, elbo))
+        if log is not None:
+            log(f"  {model_id} {options}: training ELBO {elbo:.1f}")
+        if best is None or elbo > best[0]:
+            best = (elbo, fit, options)
+    return best[1], best[2], trace
+
+
+# ------------------------------------------------------------------------------------------------- models
+def _carbonetto(method: str, covariance: str, restarts: int = 5, raw: bool = False) -> Callable:
+    """restarts: ``num_chains`` EM runs, the best final objective kept (``zoo.fit``); raw: undo the split's
+    standardization (the 'before' of feature standardization)."""
+    def run(train, blind, s: Settings) -> Scores:
+        import zoo
+        if raw:
+            train = _with_X(train, train.X * s.scale + s.mean)
+            blind = _with_X(blind, blind.X * s.scale + s.mean)
+        alpha = max(13.0, train.X.shape[1] + 2.0)  # Carbonetto et al. 2003, Sec. 5.3 (alpha = 13)
+        spec = zoo.model("carbonetto03.translation", covariance=covariance, a=-1.0, b=1e-5, alpha=alpha)
+        n = min(restarts, 2) if s.fast else restarts
+        fit = zoo.fit(spec, train, method=method, seed=s.seed, num_chains=n, progress_bar=False)
+        return Scores(fit.predict(blind).word_proba, True)
+    return run
+
+
+def _with_X(regions, X):
+    from zoo.data.containers import AnnotatedRegions
+    return AnnotatedRegions(X, regions.image_ids, list(regions.keywords), list(regions.vocabulary),
+                            region_labels=regions.region_labels, allow_unannotated=True)
+
+
+def _gustafson(variant: str) -> Callable:
+    def run(train, blind, s: Settings) -> Scores:
+        import zoo
+        from zoo.data.splits import subset_images
+        sizes = np.bincount(train.image_ids, minlength=train.n_images)
+        ok = [i for i in range(train.n_images) if 0 < len(train.keywords[i]) <= sizes[i]]  # coverage possible
+        n = 100 if s.fast else 500
+        fit = zoo.fit(zoo.model(f"gustafson07.{variant}"), subset_images(train, ok), method="collapsed_gibbs",
+                      seed=s.seed, num_chains=1, num_warmup=n, num_samples=n, progress_bar=False)
+        pred = fit.predict(blind)
+        column = {c: j for j, c in enumerate(pred.concepts)}
+        region = np.stack([pred.label_proba[:, column[w]] for w in train.vocabulary], axis=1)
+        return Scores(region, True)  # the garbage concept's mass counts as a miss
+    return run
+
+
+def _mom(grid_name: str | None, model_id: str = "", options: dict | None = None) -> Callable:
+    """MoM-LDA / MoM-HDP on blob-token visual words (codebook on the training regions); grid_name None: the
+    fixed ``options`` (the default row), else the training-ELBO choice over ``MOM_GRIDS[grid_name]``."""
+    def run(train, blind, s: Settings) -> Scores:
+        import zoo
+        from zoo.data.visual_words import counts_from_regions
+        n_vw = max(2, min(64, train.X.shape[0] // 4))
+        counts = counts_from_regions(train, n_vw, s.seed, train=train)
+        used = counts.visual_words.sum(axis=0) > 0
+        test = counts_from_regions(blind, n_vw, s.seed, train=train)
+        counts, test = (type(c)(c.words, c.visual_words[:, used], c.word_vocabulary, None,
+                                region_visual_words=c.region_visual_words[:, used],
+                                region_image_ids=c.region_image_ids) for c in (counts, test))
+        max_iter = 100 if s.fast else 300
+        if grid_name is None:
+            fit = zoo.fit(zoo.model(model_id, **options), counts, seed=s.seed, num_chains=2, max_iter=max_iter,
+                          tol=1e-5, progress_bar=False)
+        else:
+            gid, grid = MOM_GRIDS[grid_name]
+            fit, _, _ = best_by_elbo(gid, grid[::2] if s.fast else grid, counts, s.seed, max_iter)
+        return Scores(fit.predict(test).word_proba, True)
+    return run
+
+
+def _kueck(variant: str) -> Callable:
+    """One-vs-rest per word, bag = image: constraint (bag label = word in caption) or hybrid (plus the guessed
+    share of positives 1/|caption| in a captioned bag, 0 otherwise); region score = posterior Pr(word)."""
+    def run(train, blind, s: Settings) -> Scores:
+        import zoo
+        from zoo.data import Bags
+        keywords = train.keyword_matrix()
+        sizes = keywords.sum(axis=1)
+        out = np.zeros((blind.X.shape[0], keywords.shape[1]))
+        n = 100 if s.fast else 1000
+        test_bags = Bags(blind.X, blind.image_ids)
+        for w in range(keywords.shape[1]):
+            y = keywords[:, w]
+            if y.all() or not y.any():
+                out[:, w] = float(y.mean())
+                continue
+            extra = dict(fractions=y / np.maximum(sizes, 1)) if variant == "hybrid" else {}
+            bags = Bags(train.X, train.image_ids, bag_labels=y, **extra)
+            fit = zoo.fit(zoo.model(f"kueck04.{variant}", max_active=50), bags, seed=s.seed, num_chains=1,
+                          num_warmup=n, num_samples=n, progress_bar=False)
+            out[:, w] = fit.predict(test_bags).instance_proba
+        return Scores(out, False)  # one-vs-rest probabilities do not sum to one over words
+    return run
+
+
+def _baseline(fn, probabilistic: bool, **options) -> Callable:
+    def run(train, blind, s: Settings) -> Scores:
+        extra = {"seed": s.seed} if "seed" in fn.__code__.co_varnames else {}
+        return Scores(fn(train, blind, **options, **extra), probabilistic)
+    return run
+
+
+METHODS: dict[str, tuple[str, Callable]] = {
+    "chance": ("baseline", _baseline(bl.chance_scores, True)),
+    "word frequency": ("baseline", _baseline(bl.word_frequency_scores, False)),
+    "co-occurrence": ("baseline", _baseline(bl.cooccurrence_scores, True)),
+    "naive Bayes": ("baseline", _baseline(bl.naive_bayes_scores, True)),
+    "logistic regression (C=1, default)": ("baseline", _baseline(bl.logistic_regression_scores, True, C=1.0)),
+    "logistic regression (C selected)": ("baseline", _baseline(bl.logistic_regression_scores, True, C="cv")),
+    "SI-SVM (C=1, default)": ("baseline", _baseline(bl.si_svm_scores, False, C=1.0)),
+    "SI-SVM (C selected)": ("baseline", _baseline(bl.si_svm_scores, False, C="cv")),
+    "mi-SVM": ("baseline", _baseline(bl.mi_svm_scores, False)),
+    "carbonetto03 ML diag": ("model", _carbonetto("ml_em", "diag")),
+    "carbonetto03 ML full": ("model", _carbonetto("ml_em", "full")),
+    "carbonetto03 MAP diag": ("model", _carbonetto("map_em", "diag")),
+    "carbonetto03 MAP full": ("model", _carbonetto("map_em", "full")),
+    "carbonetto03 MAP full (1 restart)": ("model", _carbonetto("map_em", "full", restarts=1)),
+    "carbonetto03 MAP full (raw features)": ("model", _carbonetto("map_em", "full", raw=True)),
+    "gustafson07 FULL": ("model", _gustafson("full")),
+    "gustafson07 FS": ("model", _gustafson("fs")),
+    "gustafson07 CVFS": ("model", _gustafson("cvfs")),
+    "MoM-LDA (K=20, default)": ("model", _mom(None, "yakhnenko.mom_lda", dict(n_topics=20))),
+    "MoM-LDA (K by ELBO)": ("model", _mom("K")),
+    "MoM-LDA (K, alpha by ELBO)": ("model", _mom("K, alpha")),
+    "MoM-HDP (T=20, default)": ("model", _mom(None, "yakhnenko.mom_hdp", dict(truncation=20))),
+    "MoM-HDP (T by ELBO)": ("model", _mom("T")),
+    "MoM-HDP (T, alpha, alpha_pi by ELBO)": ("model", _mom("T, alpha, alpha_pi")),
+    "kueck04 constraint": ("model", _kueck("constraint")),
+    "kueck04 hybrid": ("model", _kueck("hybrid")),
+    "supervised LR (upper bound)": ("bound", _baseline(bl.supervised_scores, True)),
+}
+#: the methods that take seconds to a minute per split (no per-split MCMC, no mi-SVM)
+FAST_METHODS = tuple(m for m in METHODS if not m.startswith(("kueck04", "gustafson07", "mi-SVM")))
