@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from zoo.leaderboard_methods import MOM_GRIDS, best_by_elbo
+from zoo.leaderboard_methods import HDP_DEFAULT, LDA_DEFAULT, MOM_GRIDS, best_by_elbo, fit_topics
 
 __all__ = ["corel5k_split", "corel5k_leaderboard", "corel5k_methods", "precision_recall_at_5", "select_by_inner_p5",
            "INNER_GRIDS"]
@@ -58,9 +58,7 @@ def _predict(fit, n_words: int, visual: np.ndarray) -> np.ndarray:
 
 
 def _fit(model_id, options, train, seed, max_iter):
-    import zoo
-    return zoo.fit(zoo.model(model_id, **options), train, seed=seed, num_chains=2, max_iter=max_iter, tol=1e-5,
-                   progress_bar=False)
+    return fit_topics(model_id, options, train, seed, max_iter)
 
 
 def select_by_inner_p5(model_id: str, grid: list[dict], train, seed: int, max_iter: int, log=None):
@@ -103,8 +101,8 @@ def corel5k_methods(fast: bool) -> dict:
     methods = {
         "word frequency": ("baseline", lambda tr, v, s: np.tile(tr.words.mean(axis=0), (v.shape[0], 1))),
         "naive Bayes (one-vs-all)": ("baseline", lambda tr, v, s: yh.one_vs_all_baseline(tr, v, kind="nb", seed=s)),
-        "MoM-LDA (K=20, default)": ("model", mom("yakhnenko.mom_lda", dict(n_topics=20))),
-        "MoM-HDP (T=20, default)": ("model", mom("yakhnenko.mom_hdp", dict(truncation=20))),
+        "MoM-LDA (K=20, default)": ("model", mom("yakhnenko.mom_lda", LDA_DEFAULT)),
+        "MoM-HDP (T=20, default)": ("model", mom("yakhnenko.mom_hdp", HDP_DEFAULT)),
     }
     if not fast:
         methods.update({

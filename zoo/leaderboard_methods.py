@@ -4,7 +4,8 @@ from ``zoo.baselines``, each as ``run(train, blind, settings) -> Scores``.
 Every choice a method makes is made on its training split only (issue 19, point 2); rows come in before / after
 pairs where a choice is made:
 - restarts chosen by objective: carbonetto03 with 1 restart vs 5 (the best final objective kept, ``zoo.fit``);
-- feature standardization: carbonetto03 on the raw features vs the split's training standardization;
+- feature standardization: raw features vs the split's training standardization (carbonetto03 MAP full,
+  SI-SVM, the co-occurrence and MoM-HDP blob-token codebooks);
 - MoM number of topics / truncation and the HDP's concentrations: the default vs the best training ELBO over a
   grid (a variational lower bound on the marginal likelihood, i.e. empirical Bayes; never the test images);
 - the C of logistic regression, SI-SVM and the supervised bound: fixed vs inner 3-fold CV over training images.
@@ -17,7 +18,8 @@ import numpy as np
 
 from zoo import baselines as bl
 
-__all__ = ["Scores", "Settings", "METHODS", "FAST_METHODS", "MOM_GRIDS", "best_by_elbo"]
+__all__ = ["Scores", "Settings", "METHODS", "FAST_METHODS", "CHEAP_METHODS", "MOM_GRIDS", "best_by_elbo",
+           "fit_topics"]
 
 
 class Scores(NamedTuple):
@@ -35,24 +37,48 @@ class Settings(NamedTuple):
     scale: np.ndarray | None = None
 
 
+LDA_DEFAULT, HDP_DEFAULT = dict(n_topics=20, alpha=1.0), dict(truncation=20, alpha_pi=1.0)
 #: option grids searched by the training ELBO (``best_by_elbo``): (model id, list of option dicts)
 MOM_GRIDS = {
-    "K": ("yakhnenko.mom_lda", [dict(n_topics=k) for k in (5, 10, 20, 40)]),
+    "K": ("yakhnenko.mom_lda", [dict(n_topics=k, alpha=1.0) for k in (5, 10, 20, 40)]),
     "K, alpha": ("yakhnenko.mom_lda", [dict(n_topics=k, alpha=a) for k in (5, 10, 20, 40) for a in (0.1, 1.0)]),
-    "T": ("yakhnenko.mom_hdp", [dict(truncation=t) for t in (5, 10, 20, 40)]),
-    "T, alpha, alpha_pi": ("yakhnenko.mom_hdp", [dict(truncation=t, alpha=a, alpha_pi=p) for t in (20, 40)
-                                                 for a in (1.0, 10.0) for p in (0.1, 1.0, 10.0)]),
+    "T, alpha_pi": ("yakhnenko.mom_hdp", [dict(truncation=t, alpha_pi=p) for t in (5, 10, 20, 40)
+                                          for p in (0.1, 1.0, 10.0)]),
+    "T": ("yakhnenko.mom_hdp", [dict(truncation=t, alpha_pi=1.0) for t in (5, 10, 20, 40)]),
 }
+
+
+_FITS: dict = {}
+
+
+def fit_topics(model_id: str, options: dict, counts, seed: int, max_iter: int):
+    """``zoo.fit`` of a MoM model (2 restarts, the best final ELBO kept) on ``counts``, memoized for the counts
+    of the latest call (the default row and the grids of one split share their fits; the fits are the same)."""
+    import hashlib
+
+    import zoo
+    digest = hashlib.sha1(np.ascontiguousarray(counts.words).tobytes()
+                          + np.ascontiguousarray(counts.visual_words).tobytes()).hexdigest()
+    key = (model_id, tuple(sorted(options.items())), seed, max_iter, digest)
+    if key not in _FITS:
+        if any(k[-1] != digest for k in _FITS):
+            _FITS.clear()
+        _FITS[key] = zoo.fit(zoo.model(model_id, **options), counts, seed=seed, num_chains=2, max_iter=max_iter,
+                             tol=1e-5, progress_bar=False)
+    return _FITS[key]
+
+
+def _fast_grid(grid: list[dict]) -> list[dict]:
+    """--fast: the grid's entries with 5 or 20 topics / sticks."""
+    return [g for g in grid if g.get("n_topics", g.get("truncation")) in (5, 20)]
 
 
 def best_by_elbo(model_id: str, grid: list[dict], counts, seed: int, max_iter: int, log=None):
     """Fit ``model_id`` with each option dict of ``grid`` (2 restarts each) on the training ``counts``; return
     (best fit, its options, [(options, final ELBO)]): the highest final ELBO of the best restart."""
-    import zoo
     best, trace = None, []
     for options in grid:
-        fit = zoo.fit(zoo.model(model_id, **options), counts, seed=seed, num_chains=2, max_iter=max_iter, tol=1e-5,
-                      progress_bar=False)
+        fit = fit_topics(model_id, options, counts, seed, max_iter)
         elbo = float(np.max(fit.state.final_elbo))
         trace.append((options, elbo))
         if log is not None:
@@ -63,20 +89,23 @@ def best_by_elbo(model_id: str, grid: list[dict], counts, seed: int, max_iter: i
 
 
 # ------------------------------------------------------------------------------------------------- models
-def _carbonetto(method: str, covariance: str, restarts: int = 5, raw: bool = False) -> Callable:
-    """restarts: ``num_chains`` EM runs, the best final objective kept (``zoo.fit``); raw: undo the split's
-    standardization (the 'before' of feature standardization)."""
+def _carbonetto(method: str, covariance: str, restarts: int = 5) -> Callable:
+    """restarts: ``num_chains`` EM runs, the best final objective kept (``zoo.fit``)."""
     def run(train, blind, s: Settings) -> Scores:
         import zoo
-        if raw:
-            train = _with_X(train, train.X * s.scale + s.mean)
-            blind = _with_X(blind, blind.X * s.scale + s.mean)
         alpha = max(13.0, train.X.shape[1] + 2.0)  # Carbonetto et al. 2003, Sec. 5.3 (alpha = 13)
         spec = zoo.model("carbonetto03.translation", covariance=covariance, a=-1.0, b=1e-5, alpha=alpha)
         n = min(restarts, 2) if s.fast else restarts
         fit = zoo.fit(spec, train, method=method, seed=s.seed, num_chains=n, progress_bar=False)
         return Scores(fit.predict(blind).word_proba, True)
     return run
+
+
+def _raw(run: Callable) -> Callable:
+    """``run`` on the raw features: the split's standardization undone (the 'before' of standardization)."""
+    def raw_run(train, blind, s: Settings) -> Scores:
+        return run(_with_X(train, train.X * s.scale + s.mean), _with_X(blind, blind.X * s.scale + s.mean), s)
+    return raw_run
 
 
 def _with_X(regions, X):
@@ -105,7 +134,6 @@ def _mom(grid_name: str | None, model_id: str = "", options: dict | None = None)
     """MoM-LDA / MoM-HDP on blob-token visual words (codebook on the training regions); grid_name None: the
     fixed ``options`` (the default row), else the training-ELBO choice over ``MOM_GRIDS[grid_name]``."""
     def run(train, blind, s: Settings) -> Scores:
-        import zoo
         from zoo.data.visual_words import counts_from_regions
         n_vw = max(2, min(64, train.X.shape[0] // 4))
         counts = counts_from_regions(train, n_vw, s.seed, train=train)
@@ -116,11 +144,10 @@ def _mom(grid_name: str | None, model_id: str = "", options: dict | None = None)
                                 region_image_ids=c.region_image_ids) for c in (counts, test))
         max_iter = 100 if s.fast else 300
         if grid_name is None:
-            fit = zoo.fit(zoo.model(model_id, **options), counts, seed=s.seed, num_chains=2, max_iter=max_iter,
-                          tol=1e-5, progress_bar=False)
+            fit = fit_topics(model_id, options, counts, s.seed, max_iter)
         else:
             gid, grid = MOM_GRIDS[grid_name]
-            fit, _, _ = best_by_elbo(gid, grid[::2] if s.fast else grid, counts, s.seed, max_iter)
+            fit, _, _ = best_by_elbo(gid, _fast_grid(grid) if s.fast else grid, counts, s.seed, max_iter)
         return Scores(fit.predict(test).word_proba, True)
     return run
 
@@ -166,25 +193,30 @@ METHODS: dict[str, tuple[str, Callable]] = {
     "logistic regression (C selected)": ("baseline", _baseline(bl.logistic_regression_scores, True, C="cv")),
     "SI-SVM (C=1, default)": ("baseline", _baseline(bl.si_svm_scores, False, C=1.0)),
     "SI-SVM (C selected)": ("baseline", _baseline(bl.si_svm_scores, False, C="cv")),
+    "SI-SVM (C=1, raw features)": ("baseline", _raw(_baseline(bl.si_svm_scores, False, C=1.0))),
+    "co-occurrence (raw features)": ("baseline", _raw(_baseline(bl.cooccurrence_scores, True))),
     "mi-SVM": ("baseline", _baseline(bl.mi_svm_scores, False)),
     "carbonetto03 ML diag": ("model", _carbonetto("ml_em", "diag")),
     "carbonetto03 ML full": ("model", _carbonetto("ml_em", "full")),
     "carbonetto03 MAP diag": ("model", _carbonetto("map_em", "diag")),
     "carbonetto03 MAP full": ("model", _carbonetto("map_em", "full")),
     "carbonetto03 MAP full (1 restart)": ("model", _carbonetto("map_em", "full", restarts=1)),
-    "carbonetto03 MAP full (raw features)": ("model", _carbonetto("map_em", "full", raw=True)),
+    "carbonetto03 MAP full (raw features)": ("model", _raw(_carbonetto("map_em", "full"))),
     "gustafson07 FULL": ("model", _gustafson("full")),
     "gustafson07 FS": ("model", _gustafson("fs")),
     "gustafson07 CVFS": ("model", _gustafson("cvfs")),
-    "MoM-LDA (K=20, default)": ("model", _mom(None, "yakhnenko.mom_lda", dict(n_topics=20))),
+    "MoM-LDA (K=20, default)": ("model", _mom(None, "yakhnenko.mom_lda", LDA_DEFAULT)),
     "MoM-LDA (K by ELBO)": ("model", _mom("K")),
     "MoM-LDA (K, alpha by ELBO)": ("model", _mom("K, alpha")),
-    "MoM-HDP (T=20, default)": ("model", _mom(None, "yakhnenko.mom_hdp", dict(truncation=20))),
+    "MoM-HDP (T=20, default)": ("model", _mom(None, "yakhnenko.mom_hdp", HDP_DEFAULT)),
+    "MoM-HDP (T=20, raw features)": ("model", _raw(_mom(None, "yakhnenko.mom_hdp", HDP_DEFAULT))),
     "MoM-HDP (T by ELBO)": ("model", _mom("T")),
-    "MoM-HDP (T, alpha, alpha_pi by ELBO)": ("model", _mom("T, alpha, alpha_pi")),
+    "MoM-HDP (T, alpha_pi by ELBO)": ("model", _mom("T, alpha_pi")),
     "kueck04 constraint": ("model", _kueck("constraint")),
     "kueck04 hybrid": ("model", _kueck("hybrid")),
     "supervised LR (upper bound)": ("bound", _baseline(bl.supervised_scores, True)),
 }
 #: the methods that take seconds to a minute per split (no per-split MCMC, no mi-SVM)
 FAST_METHODS = tuple(m for m in METHODS if not m.startswith(("kueck04", "gustafson07", "mi-SVM")))
+#: FAST_METHODS without the before / after variants (no grids, raw features or single restarts)
+CHEAP_METHODS = tuple(m for m in FAST_METHODS if "raw" not in m and "by ELBO" not in m and "restart" not in m)
