@@ -300,7 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--features", default="carbonetto03", help="carbonetto03 | gustafson07 | kueck04")
     p.add_argument("--images", type=int, default=None, help="a seeded random subset of images (default: all)")
     p.add_argument("--model", action="append", default=[], help="a method name, repeatable (default: all)")
-    p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, .json and .png")
+    p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, .json, .jsonl (rows, resumed) "
+                                                         "and .png")
     p.set_defaults(run=lambda args: __import__("zoo.leaderboard", fromlist=["cli"]).cli(args))
 
     p = sub.add_parser("reference", parents=[debug], formatter_class=_Formatter,
