@@ -19,8 +19,7 @@ __all__ = ["corel5k_split", "corel5k_leaderboard", "corel5k_methods", "precision
 #: option grids searched by inner validation P@5 (``select_by_inner_p5``)
 INNER_GRIDS = {
     "K, alpha_w": ("yakhnenko.mom_lda", [dict(n_topics=k, alpha_w=a) for k in (20, 50) for a in (0.1, 1.0)]),
-    "T, alpha_pi, alpha_w": ("yakhnenko.mom_hdp", [dict(truncation=t, alpha_pi=p, alpha_w=a) for t in (20, 50)
-                                                   for p in (1.0, 10.0) for a in (0.1, 1.0)]),
+    "T, alpha_w": ("yakhnenko.mom_hdp", [dict(truncation=t, alpha_w=a) for t in (20, 50) for a in (0.1, 1.0)]),
 }
 
 
@@ -106,13 +105,12 @@ def corel5k_methods(fast: bool) -> dict:
     }
     if not fast:
         methods.update({
+            "MoM-HDP (T by ELBO)": ("model", mom("yakhnenko.mom_hdp", grid="T")),
+            "MoM-HDP (T, alpha_w by inner P@5)": ("model", mom("yakhnenko.mom_hdp", inner="T, alpha_w")),
+            "MoM-LDA (K by ELBO)": ("model", mom("yakhnenko.mom_lda", grid="K")),
+            "MoM-LDA (K, alpha_w by inner P@5)": ("model", mom("yakhnenko.mom_lda", inner="K, alpha_w")),
             "logistic regression (one-vs-all)": ("baseline",
                                                  lambda tr, v, s: yh.one_vs_all_baseline(tr, v, kind="lr", seed=s)),
-            "MoM-LDA (K by ELBO)": ("model", mom("yakhnenko.mom_lda", grid="K")),
-            "MoM-HDP (T by ELBO)": ("model", mom("yakhnenko.mom_hdp", grid="T")),
-            "MoM-LDA (K, alpha_w by inner P@5)": ("model", mom("yakhnenko.mom_lda", inner="K, alpha_w")),
-            "MoM-HDP (T, alpha_pi, alpha_w by inner P@5)": ("model",
-                                                            mom("yakhnenko.mom_hdp", inner="T, alpha_pi, alpha_w")),
         })
     return methods
 
