@@ -195,3 +195,49 @@ def test_precision_recall_at_5_by_hand():
     captions[1, [5]] = True                                             # none in the top 5, one unseen word
     p, r = precision_recall_at_5(scores, captions, np.array([3, 2]))
     assert p == pytest.approx((2 / 5 + 0) / 2) and r == pytest.approx((2 / 3 + 0) / 2)
+
+
+def _row(dataset, method, split, value, family="model", metric="caption_acc"):
+    row = {"dataset": dataset, "method": method, "family": family, "split": split, "error": "",
+           **{m: float("nan") for m in lb.METRICS}}
+    row[metric] = value
+    return row
+
+
+def test_before_after_is_paired_over_common_splits_and_goals_compare_means():
+    from zoo.leaderboard_report import before_after, before_after_markdown, goals
+    rows = [_row("d", "MoM-HDP (T=20, default)", 0, 0.5), _row("d", "MoM-HDP (T=20, default)", 1, 0.7),
+            _row("d", "MoM-HDP (T by ELBO)", 1, 0.8), _row("d", "MoM-HDP (T by ELBO)", 2, 0.1),
+            _row("d", "co-occurrence", 0, 0.6, "baseline"), _row("d", "co-occurrence", 1, 0.6, "baseline"),
+            _row("corel5k", "naive Bayes (one-vs-all)", 0, 0.2, "baseline", "P@5"),
+            _row("corel5k", "MoM-HDP (T=20, default)", 0, 0.25, metric="P@5")]
+    (pair,) = before_after(rows)                      # only split 1 is common to the MSRC pair; Corel has no pair
+    assert pair["splits"] == 1 and pair["before"] == pytest.approx(0.7) and pair["after"] == pytest.approx(0.8)
+    assert pair["diff"] == pytest.approx((0.1, 0.0)) and "+10.0" in before_after_markdown(rows)
+    lines = goals(rows)
+    assert any(g.startswith("corel5k: MoM-HDP (T=20, default) P@5 25.0 vs naive Bayes 20.0") and g.endswith("met")
+               for g in lines)
+    assert any("MoM-HDP (T by ELBO) 45.0 vs co-occurrence 60.0 (2 splits): MISSED" in g for g in lines)
+
+
+def test_best_by_elbo_keeps_the_highest_training_elbo(monkeypatch):
+    import types
+
+    import zoo
+    from zoo import leaderboard_methods as lm
+    elbos = {5: -10.0, 10: -3.0, 20: -7.0}
+    fits = []
+
+    def fake_fit(spec, data, **kwargs):
+        fits.append(spec.options["n_topics"])
+        return types.SimpleNamespace(state=types.SimpleNamespace(final_elbo=np.array([elbos[fits[-1]], -99.0])),
+                                     k=fits[-1])
+    monkeypatch.setattr(zoo, "fit", fake_fit)
+    lm._FITS.clear()
+    counts = types.SimpleNamespace(words=np.eye(3, dtype=np.int64), visual_words=np.ones((3, 2), np.int64))
+    grid = [dict(n_topics=k) for k in (5, 10, 20)]
+    fit, options, trace = lm.best_by_elbo("yakhnenko.mom_lda", grid, counts, 0, 10)
+    assert options == dict(n_topics=10) and fit.k == 10 and [e for _, e in trace] == [-10.0, -3.0, -7.0]
+    lm.best_by_elbo("yakhnenko.mom_lda", grid[:2], counts, 0, 10)
+    assert fits == [5, 10, 20]                       # the same split's fits are reused, not refitted
+    lm._FITS.clear()
