@@ -111,6 +111,19 @@ def _optimize(program, program_kwargs, guide_factory, *, seed, num_chains, num_s
     return guides, params_all, np.stack(losses_all)
 
 
+def _optimizer_fit(program, program_kwargs, posterior, losses, method, state, *, seed, spec, predictor, headline,
+                   data) -> Fit:
+    """The Fit of an optimizer (MAP, SVI): ``posterior`` site -> (chain, draw, ...), the objective -loss per chain
+    (chain, step) in sample_stats, the pointwise log likelihood at every draw."""
+    idata = to_inference_data(
+        posterior, sample_stats={"objective": -losses[:, None, :]},
+        log_likelihood=_loglik_by_chain(program, program_kwargs, {k: jnp.asarray(v) for k, v in posterior.items()}),
+        observed_data=_observed(program, program_kwargs, seed), dims=site_dims(program, program_kwargs, seed),
+        attrs={"method": method})
+    return Fit(idata=idata, spec=spec, method=method, state=state, headline=headline, predictor=predictor,
+               data=data)
+
+
 def run_map(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int = 0, num_chains: int = 1,
             num_steps: int = 3000, learning_rate: float = 1e-2, progress_bar: bool = True, spec=None,
             predictor=None, headline=None, data=None) -> Fit:
@@ -121,13 +134,8 @@ def run_map(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int =
                                            learning_rate=learning_rate, progress_bar=progress_bar)
     draws = [guide.median(params) for guide, params in zip(guides, params_all)]
     posterior = {k: np.stack([np.asarray(d[k]) for d in draws])[:, None] for k in draws[0]}
-    idata = to_inference_data(
-        posterior, sample_stats={"objective": -losses[:, None, :]},
-        log_likelihood=_loglik_by_chain(program, program_kwargs, {k: jnp.asarray(v) for k, v in posterior.items()}),
-        observed_data=_observed(program, program_kwargs, seed), dims=site_dims(program, program_kwargs, seed),
-        attrs={"method": "map"})
-    return Fit(idata=idata, spec=spec, method="map", state=draws, headline=headline, predictor=predictor,
-               data=data)
+    return _optimizer_fit(program, program_kwargs, posterior, losses, "map", draws, seed=seed, spec=spec,
+                          predictor=predictor, headline=headline, data=data)
 
 
 def run_svi(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int = 0, num_chains: int = 1,
@@ -145,13 +153,8 @@ def run_svi(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int =
              for c, (g, p) in enumerate(zip(guides, params_all))]
     names = _latent_names(program, program_kwargs)
     posterior = {k: np.stack([np.asarray(d[k]) for d in draws]) for k in names if k in draws[0]}
-    idata = to_inference_data(
-        posterior, sample_stats={"objective": -losses[:, None, :]},
-        log_likelihood=_loglik_by_chain(program, program_kwargs, {k: jnp.asarray(v) for k, v in posterior.items()}),
-        observed_data=_observed(program, program_kwargs, seed), dims=site_dims(program, program_kwargs, seed),
-        attrs={"method": "svi"})
-    return Fit(idata=idata, spec=spec, method="svi", state=params_all, headline=headline, predictor=predictor,
-               data=data)
+    return _optimizer_fit(program, program_kwargs, posterior, losses, "svi", params_all, seed=seed, spec=spec,
+                          predictor=predictor, headline=headline, data=data)
 
 
 GENERIC_METHODS = {"nuts": run_nuts, "svi": run_svi, "map": run_map}

@@ -86,12 +86,6 @@ def plot_faces_cbcl(run: FacesCBCLRun, out: pathlib.Path) -> list:
                                  out / "fig_3_3_faces_reconstruction.png", "Fig. 3.3: CBCL test faces")]
 
 
-def faces_cbcl_experiment(out: pathlib.Path) -> tuple[FacesCBCLRun, list]:
-    run = run_faces_cbcl()
-    figures = plot_faces_cbcl(run, out)
-    return run, faces_cbcl_tables(run) + figures
-
-
 # --------------------------------------------------------------------------------------------------- MovieLens
 def _masked_nmf(X, M, rank, n_iter, rng, H=None):
     """NMF on observed entries only (multiplicative updates of ||M * (X - W H)||^2); with H given only W is fitted."""
@@ -153,11 +147,6 @@ def movielens_tables(run: MovieLensRun) -> list:
     return items
 
 
-def movielens_experiment(out: pathlib.Path) -> tuple[MovieLensRun, list]:
-    run = run_movielens()
-    return run, movielens_tables(run)
-
-
 # ----------------------------------------------------------------------------------------------- 20 Newsgroups
 @dataclasses.dataclass
 class NewsgroupsRun:
@@ -190,11 +179,6 @@ def newsgroups_tables(run: NewsgroupsRun) -> list:
               [(k, n, run.words_per_vq[k]) for k, n in enumerate(run.words_owned)],
               note="The thesis used the NIPS corpus (14,265 words, 1740 papers), not available here.")
     return items
-
-
-def newsgroups_experiment(out: pathlib.Path) -> tuple[NewsgroupsRun, list]:
-    run = run_newsgroups()
-    return run, newsgroups_tables(run)
 
 
 # ---------------------------------------------------------------------------------------------- Olivetti faces
@@ -284,10 +268,22 @@ def plot_olivetti(run: OlivettiRun, out: pathlib.Path) -> list:
                    "average of persons 0 and 1's priors (hybrid); grey scale: pixel value in [-1, 1].")]
 
 
-def olivetti_experiment(out: pathlib.Path) -> tuple[OlivettiRun, list]:
-    run = run_olivetti()
-    return run, olivetti_tables(run) + plot_olivetti(run, out)
+# ------------------------------------------------------------------------------------------------ experiments
+def _experiment(run_fn, tables_fn, plot_fn=None):
+    """``experiment(out) -> (run, items)``: run, plot into ``out`` (when there is a plot), then tabulate (tables
+    print as they are made); items are the tables, then the figures."""
+    def experiment(out: pathlib.Path) -> tuple:
+        run = run_fn()
+        figures = plot_fn(run, out) if plot_fn is not None else []
+        return run, tables_fn(run) + figures
+    experiment.__doc__ = f"{run_fn.__name__}, {tables_fn.__name__}" + (f", {plot_fn.__name__}" if plot_fn else "")
+    return experiment
 
+
+faces_cbcl_experiment = _experiment(run_faces_cbcl, faces_cbcl_tables, plot_faces_cbcl)
+movielens_experiment = _experiment(run_movielens, movielens_tables)
+newsgroups_experiment = _experiment(run_newsgroups, newsgroups_tables)
+olivetti_experiment = _experiment(run_olivetti, olivetti_tables, plot_olivetti)
 
 REAL_EXPERIMENTS = {"faces_cbcl": faces_cbcl_experiment, "movielens": movielens_experiment,
                     "newsgroups": newsgroups_experiment, "olivetti": olivetti_experiment}

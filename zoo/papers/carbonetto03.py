@@ -370,15 +370,17 @@ def _em_method(model_id, name, *, use_prior, arrays, predictor, learn_weights, d
     register_method(model_id, name, options=_em_options)(runner)
 
 
-_em_method("carbonetto03.shrinkage_mixture", "map_em", use_prior=True, arrays=_mixture_data,
-           predictor=_predict_mixture, learn_weights=True,
-           doc="MAP-EM with the paper's shrinkage updates (one draw per chain; chains are random restarts).")
-_em_method("carbonetto03.shrinkage_mixture", "ml_em", use_prior=False, arrays=_mixture_data,
-           predictor=_predict_mixture, learn_weights=True,
-           doc="Maximum-likelihood EM (no priors; ``reg_covar`` floors the variances as scikit-learn does).")
-_em_method("carbonetto03.translation", "map_em", use_prior=True, arrays=_translation_data,
-           predictor=_predict_translation, learn_weights=False,
-           doc="MAP-EM of the translation model (paper Sec. 5.1 updates with the shrinkage prior).")
-_em_method("carbonetto03.translation", "ml_em", use_prior=False, arrays=_translation_data,
-           predictor=_predict_translation, learn_weights=False,
-           doc="Maximum-likelihood EM of the translation model (no priors).")
+#: (model, method, use_prior, arrays, predictor, learn_weights, doc) of the four EM variants
+_EM_METHODS = (
+    ("carbonetto03.shrinkage_mixture", "map_em", True, _mixture_data, _predict_mixture, True,
+     "MAP-EM with the paper's shrinkage updates (one draw per chain; chains are random restarts)."),
+    ("carbonetto03.shrinkage_mixture", "ml_em", False, _mixture_data, _predict_mixture, True,
+     "Maximum-likelihood EM (no priors; ``reg_covar`` floors the variances as scikit-learn does)."),
+    ("carbonetto03.translation", "map_em", True, _translation_data, _predict_translation, False,
+     "MAP-EM of the translation model (paper Sec. 5.1 updates with the shrinkage prior)."),
+    ("carbonetto03.translation", "ml_em", False, _translation_data, _predict_translation, False,
+     "Maximum-likelihood EM of the translation model (no priors)."),
+)
+for _model, _name, _use_prior, _arrays, _predictor, _learn_weights, _doc in _EM_METHODS:
+    _em_method(_model, _name, use_prior=_use_prior, arrays=_arrays, predictor=_predictor,
+               learn_weights=_learn_weights, doc=_doc)
