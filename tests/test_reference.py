@@ -111,3 +111,67 @@ def test_zoo_kernel_agrees_with_the_exact_reference():
     ref = zoo.reference("gustafson07.fs", "bench_tiny")
     (score,) = check_sampler(ref, ["collapsed_gibbs"], draws=(5000,), chains=4, warmup=200)
     assert score.max_abs_z < 4.5 and score.mean_bias2_over_var < 3
+
+
+def _mixture_draws(rng, chains=2, draws=5, n_comp=3, dim=4):
+    return {"lambda": rng.dirichlet(np.ones(n_comp), size=(chains, draws)),
+            "mu": rng.normal(scale=3.0, size=(chains, draws, n_comp, dim)),
+            "Sigma": rng.uniform(0.5, 2.0, size=(chains, draws, n_comp, dim)),
+            "tau2": rng.uniform(0.5, 2.0, size=(chains, draws, dim))}
+
+
+def test_carbonetto_quantities_are_permutation_invariant_and_match_direct_densities():
+    from scipy.stats import multivariate_normal
+    from zoo.reference_problems import _carbonetto_quantities
+    rng = np.random.default_rng(3)
+    x, held = rng.normal(size=(5, 4)), rng.normal(size=(3, 4))
+    d = _mixture_draws(rng)
+    q = _carbonetto_quantities(x, None, held, None, pairs=True)
+    base = q(d)
+    assert len([n for n in base if n.startswith("Pr(z_")]) == 10
+    perm = rng.permuted(np.tile(np.arange(3), (2, 5, 1)), axis=-1)     # components renumbered per draw
+    take = lambda a: np.take_along_axis(a, perm.reshape(perm.shape + (1,) * (a.ndim - 3)), axis=2)
+    permuted = q({"lambda": take(d["lambda"]), "mu": take(d["mu"]), "Sigma": take(d["Sigma"]), "tau2": d["tau2"]})
+    for name in base:
+        np.testing.assert_allclose(permuted[name], base[name], rtol=1e-12, atol=1e-15)
+    full = q({**d, "Sigma": np.einsum("cdkj,jl->cdkjl", d["Sigma"], np.eye(4))})   # the full-covariance path
+    for name in base:
+        np.testing.assert_allclose(full[name], base[name], rtol=1e-10, atol=1e-15)
+    c, t = 1, 2                                      # p(x* | theta) of one draw, directly
+    direct = sum(d["lambda"][c, t, k] * multivariate_normal(d["mu"][c, t, k], np.diag(d["Sigma"][c, t, k])).pdf(held[0])
+                 for k in range(3))
+    assert base["p(x*_0 | data)"][c, t] == pytest.approx(direct, rel=1e-10)
+    assert base["E[log p(x*_0 | theta)]"][c, t] == pytest.approx(np.log(direct), rel=1e-10)
+    assert np.all((base["Pr(z_0 = z_1)"] >= 0) & (base["Pr(z_0 = z_1)"] <= 1 + 1e-12))
+    np.testing.assert_allclose(base["E[log tau2_2]"], np.log(d["tau2"][..., 1]))
+
+
+def test_translation_label_probabilities_sum_to_one_over_the_allowed_words():
+    from zoo.reference_problems import _carbonetto_quantities
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(4, 3))
+    allowed = np.array([[1, 1, 0], [1, 0, 0], [0, 1, 1], [1, 1, 1]], bool)
+    d = _mixture_draws(rng, dim=3)
+    d.pop("lambda")
+    out = _carbonetto_quantities(x, allowed, x[:2], allowed[:2], pairs=False)(d)
+    assert not any(n.startswith("Pr(w_1 ") for n in out)          # one allowed word: no uncertainty, not listed
+    for i, words in ((0, (0, 1)), (2, (1, 2)), (3, (0, 1, 2))):
+        assert set(n for n in out if n.startswith(f"Pr(w_{i} ")) == {f"Pr(w_{i} = {w})" for w in words}
+        np.testing.assert_allclose(sum(out[f"Pr(w_{i} = {w})"] for w in words), 1.0, rtol=1e-12)
+    # region 1 has one allowed word: its predictive density is that word's Gaussian alone
+    from scipy.stats import multivariate_normal
+    direct = multivariate_normal(d["mu"][0, 0, 0], np.diag(d["Sigma"][0, 0, 0])).logpdf(x[1])
+    assert out["E[log p(x*_1 | theta)]"][0, 0] == pytest.approx(direct, rel=1e-10)
+
+
+def test_check_sampler_suite_writes_table_json_and_plot(tmp_path):
+    from zoo.check_sampler import run_suite
+    suite = (("gustafson07.fs", "bench_tiny", (("exact iid", _iid_sampler(0.0)), ("biased iid", _iid_sampler(0.05)))),)
+    results = run_suite(draws=(300,), chains=2, warmup=10, out=tmp_path, suite=suite)
+    (scores,) = results.values()
+    assert [s.sampler for s in scores] == ["exact iid", "biased iid"]
+    text = (tmp_path / "check_sampler.md").read_text()
+    assert "gustafson07.fs on bench_tiny" in text and "exact enumeration" in text and "biased iid" in text
+    rows = json.loads((tmp_path / "check_sampler.json").read_text())
+    assert {r["sampler"] for r in rows} == {"exact iid", "biased iid"} and rows[0]["dataset"] == "bench_tiny"
+    assert (tmp_path / "check_sampler.png").stat().st_size > 0

@@ -33,7 +33,16 @@ import numpy as np
 
 from zoo.reference import Reference, summarize_draws
 
-__all__ = ["check_sampler", "SamplerScore", "format_table", "plot_error_vs_cost", "numpyro_sampler"]
+__all__ = ["check_sampler", "SamplerScore", "format_table", "plot_error_vs_cost", "numpyro_sampler", "SUITE",
+           "run_suite"]
+
+#: ``zoo check-sampler suite``: (model id, dataset, samplers) scored on each stored reference of the suite
+SUITE = (
+    ("gustafson07.fs", "bench_tiny", ("collapsed_gibbs", "collapsed_gibbs (paper: 1 random flip, no joint moves)",
+                                      "NumPyro DiscreteHMCGibbs(NUTS)", "NumPyro MixedHMC(HMC)")),
+    ("carbonetto03.shrinkage_mixture", "sec2", ("nuts", "NumPyro NUTS (dense mass)", "svi (AutoNormal)")),
+    ("carbonetto03.translation", "sec52_30img", ("nuts", "NumPyro NUTS (dense mass)", "svi (AutoNormal)")),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,14 +181,14 @@ def format_table(scores: Sequence[SamplerScore]) -> str:
     return "\n".join(lines)
 
 
-def plot_error_vs_cost(scores: Sequence[SamplerScore], path=None, title: str = ""):
-    """RMSE against wall time after compilation (log-log), one line per sampler; saved to ``path`` when given.
-    Returns the matplotlib figure."""
+def plot_error_vs_cost(scores: Sequence[SamplerScore], path=None, title: str = "", ax=None):
+    """RMSE against wall time after compilation (log-log), one line per sampler; saved to ``path`` when given;
+    drawn into ``ax`` when given. Returns the matplotlib figure."""
     import matplotlib
     if path is not None:
         matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6, 4)) if ax is None else (ax.figure, ax)
     for name in dict.fromkeys(s.sampler for s in scores):
         mine = sorted((s for s in scores if s.sampler == name), key=lambda s: s.seconds)
         ax.plot([s.seconds for s in mine], [s.rmse for s in mine], "o-", label=name)
@@ -197,16 +206,21 @@ def plot_error_vs_cost(scores: Sequence[SamplerScore], path=None, title: str = "
 
 
 def cli(args) -> int:
-    """``zoo check-sampler MODEL --dataset NAME [--sampler S ...]``: table on stdout, JSON and plot in ``--out``."""
+    """``zoo check-sampler MODEL --dataset NAME [--sampler S ...]``: table on stdout, JSON and plot in ``--out``;
+    ``zoo check-sampler suite``: every reference and sampler of SUITE (``run_suite``)."""
     import json
     import pathlib
     from zoo.reference import reference
     from zoo.reference_problems import problem
+    if args.model == "suite":
+        run_suite(draws=tuple(args.draws), chains=args.chains, warmup=args.warmup, out=args.out, progress=_say)
+        return 0
+    if args.dataset is None:
+        raise ValueError("dataset: `zoo check-sampler MODEL` needs --dataset (see `zoo reference list`)")
     ref = reference(args.model, args.dataset)
     names = args.sampler or list(problem(args.model, args.dataset).samplers)
     scores = check_sampler(ref, names, draws=tuple(args.draws), chains=args.chains, warmup=args.warmup,
-                           progress=lambda s: print(f"  {s.sampler}: {s.draws} draws, {s.seconds:.1f} s, "
-                                                    f"RMSE {s.rmse:.4f}", flush=True))
+                           progress=_say)
     print(ref.summary())
     print(format_table(scores))
     out = pathlib.Path(args.out)
@@ -216,3 +230,52 @@ def cli(args) -> int:
     plot_error_vs_cost(scores, out / "check_sampler.png", f"{args.model} on {args.dataset}")
     print(f"written: {out / 'check_sampler.json'}, {out / 'check_sampler.png'}")
     return 0
+
+
+def _say(s: SamplerScore) -> None:
+    print(f"  {s.sampler}: {s.draws} draws, {s.seconds:.1f} s, RMSE {s.rmse:.4f}, max|z| {s.max_abs_z:.1f}",
+          flush=True)
+
+
+def _rows(scores: Sequence[SamplerScore], ref: Reference) -> list[dict]:
+    keep = ("sampler", "draws", "chains", "seconds", "compile_seconds", "rmse", "max_abs_z", "share_abs_z_over_3",
+            "mean_bias2_over_var")
+    return [{"model_id": ref.model_id, "dataset": ref.dataset, **{k: getattr(s, k) for k in keep}} for s in scores]
+
+
+def run_suite(*, draws: Sequence[int] = (250, 1000), chains: int = 4, warmup: int = 500, out="check_sampler",
+              suite=SUITE, progress: Callable | None = None) -> dict:
+    """Score every sampler of ``suite`` ((model id, dataset, sampler names) ...) on its stored reference; writes
+    ``check_sampler.md`` (per reference: how it was made, the table), ``check_sampler.json`` (the rows) and
+    ``check_sampler.png`` (error against cost, one panel per reference) into ``out``. Returns {(model_id, dataset):
+    scores}."""
+    import json
+    import pathlib
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+    from zoo.reference import reference
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results, rows, text = {}, [], [f"# zoo check-sampler suite\n\n{chains} chains, {warmup} warm-up, budgets "
+                                   f"{list(draws)} draws per chain; seconds after compilation; z in units of the "
+                                   f"reference MCSE (an exact reference: the sampler's own MCSE)\n"]
+    fig, axes = plt.subplots(1, len(suite), figsize=(5.5 * len(suite), 4), squeeze=False)
+    for ax, (model_id, dataset, names) in zip(axes[0], suite):
+        ref = reference(model_id, dataset)
+        if progress is not None:
+            print(ref.summary(), flush=True)
+        scores = check_sampler(ref, list(names), draws=draws, chains=chains, warmup=warmup, progress=progress)
+        results[(model_id, dataset)] = scores
+        rows += _rows(scores, ref)
+        text += [f"## {model_id} on {dataset}\n", ref.summary() + "\n", "```", format_table(scores), "```\n"]
+        plot_error_vs_cost(scores, title=f"{model_id}\n{dataset}", ax=ax)
+    fig.tight_layout()
+    fig.savefig(out / "check_sampler.png", dpi=100)
+    plt.close(fig)
+    (out / "check_sampler.md").write_text("\n".join(text))
+    (out / "check_sampler.json").write_text(json.dumps(rows, indent=1))
+    if progress is not None:
+        print("\n".join(text[1:]))
+        print(f"written: {out / 'check_sampler.md'}, {out / 'check_sampler.json'}, {out / 'check_sampler.png'}")
+    return results

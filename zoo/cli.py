@@ -314,14 +314,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chains", type=int, default=10, help="chains (at least 10 for the reference bar)")
     p.add_argument("--warmup", type=int, default=1000, help="warm-up sweeps per chain")
     p.add_argument("--draws", type=int, default=5000, help="draws per chain")
+    p.add_argument("--cross-check-draws", type=int, default=None,
+                   help="draws per chain of the cross-check kernel (default: --draws)")
     p.set_defaults(run=lambda args: __import__("zoo.reference", fromlist=["cli"]).cli(args))
 
     p = sub.add_parser("check-sampler", parents=[debug], formatter_class=_Formatter,
                        help="score samplers against a reference posterior (table + plot)",
                        description="Run samplers on a reference problem and print, per sampler and budget, the "
                                    "error in reference MCSE units, bias^2/variance and wall time after compilation.")
-    p.add_argument("model", help="model id of the reference, e.g. gustafson07.fs")
-    p.add_argument("--dataset", required=True, help="the reference's data set (see `zoo reference list`)")
+    p.add_argument("model", help="model id of the reference, e.g. gustafson07.fs; or `suite`: the standard table "
+                                 "(zoo.check_sampler.SUITE: 3 references, 3-4 samplers each)")
+    p.add_argument("--dataset", default=None, help="the reference's data set (see `zoo reference list`)")
     p.add_argument("--sampler", action="append", default=[], help="a sampler name, repeatable (default: all)")
     p.add_argument("--draws", type=int, nargs="+", default=[500, 2000], help="budgets: draws per chain")
     p.add_argument("--chains", type=int, default=4, help="chains per run")

@@ -16,7 +16,9 @@ CI) in one of two ways, recorded in its ``construction``:
   ESS >= 10,000 for every quantity; ``construction["meets_bar"]`` says whether this reference meets it, and
   ``min_ess`` / ``max_rhat`` say by how much. A second, different exact kernel is run as a cross-check where the
   zoo has one (kueck04: Metropolised Z sampler ``blocked_gibbs_mh`` against the exact ``blocked_gibbs``;
-  gustafson07: the paper's single random flip without joint moves against the systematic scan with joint moves),
+  gustafson07: the paper's single random flip without joint moves against the systematic scan with joint moves;
+  carbonetto03: NumPyro's NUTS with a dense mass matrix against zoo.fit's NUTS, both on the program with the
+  labels summed out),
   and ``construction["cross_check"]`` stores its largest |z| = |difference| / sqrt(mcse_a^2 + mcse_b^2).
 
 File format (JSON, one file per reference: ``zoo/references/<model_id>__<dataset>.json``, shipped as package data)::
@@ -31,7 +33,10 @@ File format (JSON, one file per reference: ``zoo/references/<model_id>__<dataset
 
 ``rhat`` and ``ess`` are null for enumeration (and for a quantity constant in every draw). Quantities never depend
 on how labels are permuted: inclusion probabilities of named features or kernels, label probabilities of units
-whose concepts are named by the annotation, the expected number of active kernels, E[log delta2].
+whose concepts are named by the annotation, the expected number of active kernels, E[log delta2]; for carbonetto03
+co-assignment probabilities Pr(z_i = z_j), label probabilities of regions whose caption allows several words,
+held-out predictive densities p(x* | data) and E[log p(x* | theta)], and E[log tau2_k] (Rao-Blackwellized: the
+E-step's responsibilities given each draw of the parameters).
 The problems (data, quantities, how to build) live in ``zoo.reference_problems``.
 """
 from __future__ import annotations
@@ -260,7 +265,8 @@ def cli(args) -> int:
         return 0
     if args.model is None or args.dataset is None:
         raise ValueError("model/--dataset: `zoo reference build` needs a model id and --dataset")
-    ref = build(args.model, args.dataset, chains=args.chains, warmup=args.warmup, draws=args.draws)
+    ref = build(args.model, args.dataset, chains=args.chains, warmup=args.warmup, draws=args.draws,
+                cross_check_draws=getattr(args, "cross_check_draws", None))
     print(ref.summary())
     print(f"written to {_path(args.model, args.dataset)}")
     return 0
