@@ -30,7 +30,7 @@ from zoo.results import Fit, add_variational_parameters, to_inference_data
 
 __all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy", "region_accuracy",
            "region_caption_accuracy",
-           "caption_perplexity", "one_vs_all_baseline"]
+           "caption_perplexity", "one_vs_all_baseline", "make_topic_fit", "predict_topics"]
 
 PAPER = "Yakhnenko & Honavar 2009 (multi-modal HDP)"
 
@@ -422,3 +422,8 @@ def one_vs_all_baseline(train: MultimodalCounts, test_visual_words: np.ndarray, 
         clf.fit(X, Y[:, w])
         scores[:, w] = clf.predict_proba(X_test)[:, 1]
     return scores
+
+
+#: public names for the stochastic VI method (zoo.papers.yakhnenko_svi): the fit builder and the predictor
+make_topic_fit = _make_fit
+predict_topics = _predict
