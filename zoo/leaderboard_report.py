@@ -98,15 +98,16 @@ def goals(rows: list[dict]) -> list[str]:
     return lines
 
 
-def write_report(results, out_dir) -> dict:
-    """leaderboard.md (the table, before / after, goals) and leaderboard.png in ``out_dir`` from the rows in the
-    ``results`` file; returns {"rows", "summary", "markdown", "figure"}."""
+def write_report(results, out_dir, settings: str = "") -> dict:
+    """leaderboard.md (``settings`` text, the table, before / after, goals) and leaderboard.png in ``out_dir``
+    from the rows in the ``results`` file; returns {"rows", "summary", "markdown", "figure"}."""
     from zoo import leaderboard as lb
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = lb.read_results(results)
     summary = lb.summarize(rows)
-    text = ["# Region-word leaderboard (mean ± sd over seeded splits)", "", lb.markdown_table(summary), "",
+    text = ["# Region-word leaderboard (mean ± sd over seeded splits)", "", *([settings, ""] if settings else []),
+            lb.markdown_table(summary), "",
             "## Before / after each choice made on training data (paired over the same splits)", "",
             before_after_markdown(rows), "", "## Goals (issue 19, point 3)", "",
             *[f"- {g}" for g in goals(rows)]]
