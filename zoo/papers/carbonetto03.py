@@ -15,7 +15,7 @@ import numpy as np
 from zoo.data.containers import AnnotatedRegions, check_features
 from zoo.inference import em
 from zoo.models import shrinkage_mixture as sm
-from zoo.options import boolean, nonnegative_float, positive_float, positive_int
+from zoo.options import boolean, nonnegative_float, one_of, positive_float, positive_int
 from zoo.options import data_devices as check_data_devices
 from zoo.priors import dirichlet_concentration, inverse_gamma_parameters
 from zoo.registry import register_method, register_model
@@ -57,10 +57,8 @@ def _build_mixture(n_components: int = 3, covariance: str = "full", known_covari
                    b: float = 1.0, alpha: float | None = None, nu: float = 1.0):
     """Options of the shrinkage mixture; alpha defaults to D + 2 (the smallest integer with a finite IW mean),
     fixed when the data arrive."""
-    if not isinstance(n_components, (int, np.integer)) or isinstance(n_components, bool) or n_components < 1:
-        raise ValueError(f"n_components: expected a positive int, got {n_components!r}")
-    if covariance not in ("full", "diag"):
-        raise ValueError(f"covariance: expected 'full' or 'diag', got {covariance!r}")
+    n_components = positive_int(n_components, "n_components")
+    covariance = one_of(covariance, "covariance", ("full", "diag"))
     _check_hyper(a, b, 1.0 if alpha is None else alpha, nu, n_components)
     if known_covariance is not None:
         known_covariance = np.asarray(known_covariance, dtype=np.float64)
@@ -82,8 +80,7 @@ def _build_mixture(n_components: int = 3, covariance: str = "full", known_covari
 
 def _build_translation(covariance: str = "full", a: float = -1.0, b: float = 1e-5, alpha: float | None = None):
     """Options of the translation model; defaults are the paper's a = -1, b = 1e-5, alpha = D + 2."""
-    if covariance not in ("full", "diag"):
-        raise ValueError(f"covariance: expected 'full' or 'diag', got {covariance!r}")
+    covariance = one_of(covariance, "covariance", ("full", "diag"))
     _check_hyper(a, b, 1.0 if alpha is None else alpha, 1.0, 1)
     options = dict(covariance=covariance, a=float(a), b=float(b), alpha=None if alpha is None else float(alpha))
     priors = {"tau2": sm.tau2_prior(a, b)}

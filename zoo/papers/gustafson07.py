@@ -28,6 +28,8 @@ from zoo.inference.label_feature_gibbs import FAST_COMPILE_WORK, predictive_log_
 from zoo.inference.label_feature_state import BetaMixture, RegionProblem
 from zoo.models.feature_selection import default_priors, feature_selection_model
 from zoo.options import chain_method as check_chain_method
+from zoo.options import nonnegative_int, one_of, positive_int
+from zoo.progress import progress_callback
 from zoo.priors import beta_mixture_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
@@ -181,8 +183,7 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
     """The sampler's RegionProblem for a spec and standardized arrays (FS: (delta, Omega) = sample mean and
     covariance, Sec. 4; CVFS: their starting values). flip_scan, flips_per_sweep, joint_moves, omega_steps,
     omega_dof: see ``_collapsed_gibbs`` (None = the defaults there)."""
-    if flip_scan not in ("systematic", "random"):
-        raise ValueError(f"flip_scan: expected 'systematic' or 'random', got {flip_scan!r}")
+    flip_scan = one_of(flip_scan, "flip_scan", ("systematic", "random"))
     n_units = arrays.X.shape[0]
     joint_moves = JOINT_MOVES if joint_moves is None else joint_moves
     omega_steps = OMEGA_STEPS if omega_steps is None else omega_steps
@@ -209,12 +210,6 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
         omega_steps=jnp.asarray(int(omega_steps)), omega_dof=jnp.asarray(float(omega_dof)))
 
 
-def _int_option(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 _MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to this many numbers
 JOINT_MOVES = 2    # joint (indicator, labels) moves per sweep (FS, CVFS)
 OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)
@@ -224,7 +219,7 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
                      thinning: int = 1, keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
                      flip_scan: str = "systematic", flips_per_sweep: int | None = None, joint_moves: int | None = None,
                      omega_steps: int | None = None, omega_dof: float | None = None, progress_bar: bool = True,
-                     chain_method: str = "sequential", **unknown) -> Fit:
+                     chain_method: str = "sequential") -> Fit:
     """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega)).
 
     delta_omega_update (CVFS): "exact" (default) = the eq. 11 data augmentation with a Metropolis-Hastings
@@ -243,22 +238,18 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     (inverse-Wishart random walk with omega_dof degrees of freedom, default 2 n + p + 1), each sweep; then delta
     from its Gaussian conditional. With the default, the CVFS flips of M also integrate delta out (not in the
     paper; exact). Both because the eq. 11 step alone is accepted about 1 % of the time and froze M on Sec. 6."""
-    if unknown:
-        raise ValueError(f"collapsed_gibbs: unknown option(s) {', '.join(sorted(unknown))}; options: num_chains, "
-                         f"num_warmup, num_samples, thinning, keep_label_proba, delta_omega_update, flip_scan, "
-                         f"flips_per_sweep, joint_moves, omega_steps, omega_dof, progress_bar, chain_method")
-    if delta_omega_update not in ("exact", "paper"):
-        raise ValueError(f"delta_omega_update: expected 'exact' or 'paper', got {delta_omega_update!r}")
+    # unknown option names: refused by the registry (listing these) before the runner starts
+    delta_omega_update = one_of(delta_omega_update, "delta_omega_update", ("exact", "paper"))
     chain_method = check_chain_method(chain_method, "chain_method")
     variant = spec.options["variant"]
-    num_chains = _int_option("num_chains", num_chains, 1)
-    num_warmup = _int_option("num_warmup", num_warmup, 0)
-    num_samples = _int_option("num_samples", num_samples, 1)
-    thinning = _int_option("thinning", thinning, 1)
+    num_chains = positive_int(num_chains, "num_chains")
+    num_warmup = nonnegative_int(num_warmup, "num_warmup")
+    num_samples = positive_int(num_samples, "num_samples")
+    thinning = positive_int(thinning, "thinning")
     if flips_per_sweep is not None:
-        flips_per_sweep = _int_option("flips_per_sweep", flips_per_sweep, 1)
-    joint_moves = None if joint_moves is None else _int_option("joint_moves", joint_moves, 0)
-    omega_steps = None if omega_steps is None else _int_option("omega_steps", omega_steps, 0)
+        flips_per_sweep = positive_int(flips_per_sweep, "flips_per_sweep")
+    joint_moves = None if joint_moves is None else nonnegative_int(joint_moves, "joint_moves")
+    omega_steps = None if omega_steps is None else nonnegative_int(omega_steps, "omega_steps")
     data = _check_regions(data, variant)
     arrays = region_arrays(data)
     problem = region_problem(spec, arrays, exact_delta_omega=delta_omega_update == "exact",
@@ -271,12 +262,10 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega", "accept_joint", "accept_Omega"]
     names += ["alpha", "delta", "Omega"] if variant == "cvfs" else []
     names += ["label_proba"] if keep_label_proba else []
-    from tqdm.auto import tqdm
-    with tqdm(total=num_warmup + num_samples, desc=f"{variant} collapsed Gibbs", disable=not progress_bar,
-              leave=False) as bar:
+    with progress_callback(num_warmup + num_samples, f"{variant} collapsed Gibbs", progress_bar) as progress:
         draws, result = run_gibbs(problem, variant, jax.random.PRNGKey(seed), num_chains=num_chains,
                                   num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, collect=names,
-                                  progress=bar.update, chain_method=chain_method)
+                                  progress=progress, chain_method=chain_method)
     # the Rao-Blackwellized label probabilities: eq. 1 averaged over every sampling sweep of every chain
     rb = np.asarray(result.running).sum(0) / max(num_chains * result.n_running, 1)
     last = result.last

@@ -22,7 +22,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
-from tqdm.auto import tqdm
 
 from zoo.data.containers import Matrix
 from zoo.data.ross03 import MatrixDataset
@@ -31,6 +30,7 @@ from zoo.inference.variational_em import MCVQConfig, MCVQState, initialize, run_
 from zoo.models.mcvq import default_priors, mcvq_program
 from zoo.options import data_devices as check_data_devices
 from zoo.options import positive_float, positive_int
+from zoo.progress import progress_callback
 from zoo.priors import dirichlet_concentration
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, add_variational_parameters, to_inference_data
@@ -184,13 +184,13 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
     keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
     init = jax.vmap(lambda k: initialize(k, Xj, Mj, K, J, N, sigma_floor, z_init=z_init,
                                          random_class_priors=kind == "clustered"))(keys)
-    with tqdm(total=max_iter, desc=f"{spec.id} variational EM", disable=not progress_bar, leave=False) as bar:
+    with progress_callback(max_iter, f"{spec.id} variational EM", progress_bar) as progress:
         if data_devices is None:
-            final, trace = run_variational_em(init, Xj, Mj, temps, conc, sigma_floor, config, progress=bar.update)
+            final, trace = run_variational_em(init, Xj, Mj, temps, conc, sigma_floor, config, progress=progress)
         else:   # the cases split over data_devices devices, the sums over cases psum'd (issue 21.2)
             from zoo.inference.sharding import data_mesh, run_variational_em_sharded
             final, trace = run_variational_em_sharded(init, X, M, temps, conc, sigma_floor, config,
-                                                      mesh=data_mesh(data_devices), progress=bar.update)
+                                                      mesh=data_mesh(data_devices), progress=progress)
     last = trace[:, -1]
     # a restart whose free energy is NaN (an overflow) is never the best; when all are, zoo.finite names the cause
     best = int(np.nanargmin(last)) if np.isfinite(last).any() else 0
