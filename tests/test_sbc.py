@@ -47,8 +47,10 @@ def test_sbc_passes_an_exact_sampler_and_catches_miscalibrated_ones(extra_a, con
         assert min(result.p_ecdf.values()) < 1e-3
     fig = plot_ecdf_difference(result, tmp_path / "sbc.png")
     assert (tmp_path / "sbc.png").stat().st_size > 0 and fig is not None
+    result.notes.append("exact conjugate posterior")
     row = sbc_table({"beta-binomial": result, "other": "needs data"})
-    assert row[0][-1].startswith("pass" if calibrated else "FAIL") and row[1][-1] == "not run: needs data"
+    assert row[0][-2].startswith("pass" if calibrated else "FAIL") and row[0][-1] == "exact conjugate posterior"
+    assert row[0][3] == 400 and row[0][5] == 2 and row[1][-2:] == ["not run", "needs data"]
 
 
 def test_ranks_break_ties_at_random_and_stay_uniform():
@@ -73,6 +75,36 @@ def test_ecdf_test_has_about_its_nominal_size():
     assert 0.0 <= np.mean(np.array(p) < 0.1) <= 0.25      # 10 % nominal; binomial(60, 0.1) sd ~ 4 %
 
 
+def _toy_program(X=None, n=50):
+    import numpyro
+    import numpyro.distributions as dist
+    m = numpyro.sample("m", dist.Normal(0.0, 1.0))
+    numpyro.sample("flag", dist.Bernoulli(0.5), obs=jnp.zeros(()))
+    with numpyro.plate("data", n):
+        numpyro.sample("x", dist.Normal(m, 1.0), obs=X)
+
+
+def test_simulate_program_draws_observed_sites_given_the_latents():
+    """The observed sites are drawn from their distribution at the drawn latents, not copied from ``obs``."""
+    from zoo.experiments.sbc_models import simulate_program
+    draws = [simulate_program(_toy_program, dict(X=jnp.zeros(50)), jax.random.PRNGKey(i)) for i in range(40)]
+    m = np.array([d["m"] for d in draws])
+    xbar = np.array([d["x"].mean() for d in draws])
+    assert np.all(np.abs(xbar - m) < 5 / np.sqrt(50)) and np.std(xbar) > 0.5       # x ~ N(m, 1), m ~ N(0, 1)
+    assert {float(d["flag"]) for d in draws} == {0.0, 1.0}
+
+
+def test_fit_draws_thins_evenly_and_takes_one_chain():
+    import arviz as az
+    from zoo.experiments.sbc_models import fit_draws
+    from zoo.results import Fit
+    values = np.arange(2 * 10 * 3, dtype=float).reshape(2, 10, 3)
+    fit = Fit(idata=az.from_dict(posterior={"a": values}), spec=None, method="x")
+    assert fit_draws(fit, ["a"], 4)["a"].shape == (4, 3)
+    np.testing.assert_array_equal(fit_draws(fit, ["a"], 4)["a"][[0, -1]], values.reshape(20, 3)[[0, 19]])
+    np.testing.assert_array_equal(fit_draws(fit, ["a"], 50, chain=1)["a"], values[1])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", ["supervised", "constraint", "measurement", "hybrid"])
 def test_kueck04_blocked_gibbs_is_calibrated(variant):
@@ -87,4 +119,20 @@ def test_kueck04_blocked_gibbs_is_calibrated(variant):
 def test_gustafson07_collapsed_gibbs_is_calibrated(variant):
     from zoo.experiments.sbc import gustafson07_sbc
     result = gustafson07_sbc(variant, n_sims=100)
+    assert result.passed(), result.p_ecdf
+
+
+@pytest.mark.slow
+def test_cvfs_simulation_that_ignores_the_observed_garbage_row_fails():
+    """The earlier simulator drew alpha from its prior, ignoring the program's observed M_garbage = 0: the sampler
+    (which keeps the (1 - alpha_j) factor of row 0) then looks miscalibrated on n_included, with long chains too."""
+    from zoo.experiments.sbc import gustafson07_sbc
+    result = gustafson07_sbc("cvfs", n_sims=100, warmup=500, thin=10, condition_garbage=False)
+    assert result.p_ecdf["n_included"] < 1e-3
+
+
+@pytest.mark.slow
+def test_generic_nuts_is_calibrated_on_the_shrinkage_mixture():
+    from zoo.experiments.sbc_models import nuts_mixture_sbc
+    result = nuts_mixture_sbc(n_sims=100)
     assert result.passed(), result.p_ecdf

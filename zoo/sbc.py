@@ -75,6 +75,7 @@ def chi2_test(r: np.ndarray, n_draws: int, n_bins: int = 10) -> float:
     take whole ranks; n_draws + 1 must be a multiple of n_bins for equal expected counts, else the expected counts
     are proportional to the bins' widths)."""
     from scipy.stats import chisquare
+    n_bins = min(n_bins, n_draws + 1)         # no empty bins when there are fewer ranks than bins (EM restarts)
     edges = np.linspace(0, n_draws + 1, n_bins + 1).round().astype(int)
     observed = np.histogram(r, bins=edges)[0]
     expected = np.diff(edges) / (n_draws + 1) * len(r)
@@ -175,17 +176,19 @@ def plot_ecdf_difference(result: SBCResult, path=None, alpha: float = 0.05):
 
 
 def sbc_table(results: Mapping[str, SBCResult | str], alpha: float = 0.01) -> list[list]:
-    """Rows [model id, method, kind, sims, draws, worst quantity, min p (ECDF), min p (chi2), verdict]; a string
-    value is a model that was not run, with the reason."""
+    """Rows [model id, method, kind, sims, draws, quantities, worst quantity, min p (ECDF), min p (chi2), verdict,
+    why]; ``why`` = the result's notes. A string value is a model that was not run, with the reason (the key is
+    then the model id; for a result the row takes ``result.model_id``, so one model may have several rows)."""
     rows = []
-    for model_id, res in results.items():
+    for key, res in results.items():
         if isinstance(res, str):
-            rows.append([model_id, "", "", "", "", "", "", "", f"not run: {res}"])
+            rows.append([key, "", "", "", "", "", "", "", "", "not run", res])
             continue
         worst = min(res.p_ecdf, key=res.p_ecdf.get)
         verdict = "pass" if res.passed(alpha) else f"FAIL ({worst})"
         if res.method_kind != "mcmc":
             verdict += " [calibration of an approximation]"
-        rows.append([model_id, res.method, res.method_kind, len(res.ranks[worst]), res.n_draws, worst,
-                     f"{res.p_ecdf[worst]:.3g}", f"{min(res.p_chi2.values()):.3g}", verdict])
+        rows.append([res.model_id or key, res.method, res.method_kind, len(res.ranks[worst]), res.n_draws,
+                     len(res.ranks), worst, f"{res.p_ecdf[worst]:.3g}", f"{min(res.p_chi2.values()):.3g}", verdict,
+                     "; ".join(res.notes)])
     return rows
