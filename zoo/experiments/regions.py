@@ -132,7 +132,7 @@ def is_cached(segmentation: str) -> bool:
     from zoo.data import msrc
     from zoo.data.regions import segmentation_params
 
-    key = msrc._cache_key(segmentation, segmentation_params(segmentation), msrc.msrc_image_names())
+    key = msrc.cache_key(segmentation, segmentation_params(segmentation), msrc.msrc_image_names())
     return (msrc.cache_dir() / f"{key}.npz").exists()
 
 
@@ -203,7 +203,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False, n_jobs: int = 2):
     report = PaperReport("regions", "Region-labelling baselines on MSRC-v2 (chance, word frequency, "
                                     "co-occurrence, supervised)")
     try:
-        msrc._msrc_root()
+        msrc.msrc_root()
     except FileNotFoundError as err:
         message = f"skipped: the MSRC-v2 data are not available ({err})"
         print(f"regions: {message}")
