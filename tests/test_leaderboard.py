@@ -215,9 +215,9 @@ def test_before_after_is_paired_over_common_splits_and_goals_compare_means():
     assert pair["splits"] == 1 and pair["before"] == pytest.approx(0.7) and pair["after"] == pytest.approx(0.8)
     assert pair["diff"] == pytest.approx((0.1, 0.0)) and "+10.0" in before_after_markdown(rows)
     lines = goals(rows)
-    assert any(g.startswith("corel5k: MoM-HDP (T=20, default) P@5 25.0 vs naive Bayes 20.0") and g.endswith("met")
-               for g in lines)
-    assert any("MoM-HDP (T by ELBO) 45.0 vs co-occurrence 60.0 (2 splits): MISSED" in g for g in lines)
+    assert "corel5k: MoM-HDP (T=20, default) P@5 25.0 vs naive Bayes 20.0 (1 splits): met" in lines
+    assert "d: MoM-HDP (T by ELBO) 80.0 vs co-occurrence 60.0 (1 splits): met" in lines      # paired: split 1
+    assert "d: MoM-HDP (T=20, default) 60.0 vs co-occurrence 60.0 (2 splits): MISSED" in lines  # not above
 
 
 def test_best_by_elbo_keeps_the_highest_training_elbo(monkeypatch):
