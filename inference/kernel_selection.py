@@ -40,14 +40,19 @@ class SelectionInfo(NamedTuple):
     capacity_hits: jnp.ndarray   # () births refused because the active set was full
 
 
-def _first_change(aset: ActiveSet, u_prop: jnp.ndarray, start: jnp.ndarray, prior_a: float, denom: float):
+def _first_change(aset: ActiveSet, u_prop: jnp.ndarray, start: jnp.ndarray, prior_a: float, denom: float,
+                  basis_mask=None):
     """(j, found): the first index j >= start whose proposal would change gamma_j under the current K.
 
     Active j is proposed off when u_j >= q(K - 1), inactive j on when u_j < q(K), q(k) = (k + a) / denom.
-    K changes only at visited indices, so scanning for the next such j is the same chain as visiting all N."""
+    K changes only at visited indices, so scanning for the next such j is the same chain as visiting all N.
+    ``basis_mask`` (M,) bool or None: masked (padding) centres are never proposed on, so they are never born."""
     active = aset.slot_of >= 0
     k = aset.count.astype(u_prop.dtype)
-    change = jnp.where(active, u_prop >= (k - 1.0 + prior_a) / denom, u_prop < (k + prior_a) / denom)
+    birth = u_prop < (k + prior_a) / denom
+    if basis_mask is not None:
+        birth = birth & basis_mask
+    change = jnp.where(active, u_prop >= (k - 1.0 + prior_a) / denom, birth)
     change = change & (jnp.arange(u_prop.shape[0]) >= start)
     j = jnp.argmax(change)
     return j, change[j]
@@ -61,22 +66,25 @@ def active_rows(aset: ActiveSet, psi_t: jnp.ndarray) -> jnp.ndarray:
 
 def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, b_active: jnp.ndarray, gram: jnp.ndarray,
                            psi_t: jnp.ndarray, z: jnp.ndarray, delta2: jnp.ndarray, prior_a: float,
-                           prior_b: float, min_pivot: float):
+                           prior_b: float, min_pivot: float, basis_mask=None):
     """One systematic sweep of gamma_1..gamma_M with beta integrated out.
 
     gram (M, M) = Psi'Psi + eps I; psi_t (M, N) = Psi'; z (N,); b_active (K_max,) = Psi_a' z in slot order
     (zeros on unused slots). Only indices whose proposal changes gamma are visited (``_first_change``); all
     other proposals are "stay" and cost nothing. b_j = psi_t[j]' z is formed at the visited j only, and
     b_active is kept in step with the slots. Returns (ActiveSet, b_active, SelectionInfo).
+    basis_mask (M,) bool or None: only the True centres are basis functions of the model (padded problems,
+    ``mil_padding``); the others stay inactive and the prior counts M = sum(basis_mask) functions, so the chain
+    on the unmasked gamma is exactly the unpadded one's (same law, not the same random numbers).
     """
-    m = gram.shape[0]
+    m = gram.shape[0] if basis_mask is None else jnp.sum(basis_mask).astype(gram.dtype)
     capacity = aset.members.shape[0]
     c = delta2 / (1.0 + delta2)
     log_penalty = 0.5 * jnp.log1p(delta2)          # log (1 + delta2)^{1/2}
     denom = m + prior_a + prior_b - 1.0            # q(0 -> 1) = (K_{-j} + a) / (M + a + b - 1)
     k_prop, k_acc = jax.random.split(key)
-    u_prop = jax.random.uniform(k_prop, (m,))
-    log_u_acc = jnp.log(jax.random.uniform(k_acc, (m,)))
+    u_prop = jax.random.uniform(k_prop, (gram.shape[0],))
+    log_u_acc = jnp.log(jax.random.uniform(k_acc, (gram.shape[0],)))
 
     def birth(aset, b_a, j):
         full = aset.count >= capacity
@@ -102,11 +110,11 @@ def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, b_active: jnp.ndarra
         aset, b_a, j, _, proposals, accepted, hits = carry
         is_death = aset.slot_of[j] >= 0
         aset, b_a, accept, full = lax.cond(is_death, death, birth, aset, b_a, j)
-        nxt, found = _first_change(aset, u_prop, j + 1, prior_a, denom)
+        nxt, found = _first_change(aset, u_prop, j + 1, prior_a, denom, basis_mask)
         return (aset, b_a, nxt, found, proposals + 1, accepted + accept.astype(jnp.int32),
                 hits + full.astype(jnp.int32))
 
-    j0, found0 = _first_change(aset, u_prop, 0, prior_a, denom)
+    j0, found0 = _first_change(aset, u_prop, 0, prior_a, denom, basis_mask)
     zero = jnp.zeros((), jnp.int32)
     carry = (aset, b_active, j0, found0, zero, zero, zero)
     aset, b_active, _, _, proposals, accepted, hits = lax.while_loop(lambda cr: cr[3], body, carry)

@@ -62,6 +62,10 @@ class MILProblem(NamedTuple):
     to gram's diagonal (traced: data-dependent, no recompile); dp_groups (G_dp,) int or None: the groups whose
     sign pattern is random (``mixed_groups``); the others are pure and skip the forward-backward pass. None:
     every group runs it (e.g. when ``kind`` is traced).
+    basis_mask (M,) bool or None, n_instances () or None: a problem padded to shared shapes
+    (``zoo.inference.mil_padding``): only the True columns are basis functions (masked centres are never born;
+    the prior on gamma counts the True ones), and only the first ``n_instances`` rows are instances (the
+    padding rows of psi are zero and belong to no group). None: no padding (the sweep is unchanged).
     """
     psi: jnp.ndarray
     gram: jnp.ndarray
@@ -72,6 +76,8 @@ class MILProblem(NamedTuple):
     dp_groups: Optional[jnp.ndarray]
     psi_t: Optional[jnp.ndarray]          # (M, N) = psi', contiguous basis functions; None: formed from psi
     hyper: MILHyper
+    basis_mask: Optional[jnp.ndarray] = None
+    n_instances: Optional[jnp.ndarray] = None
 
 
 class MILConfig(NamedTuple):
@@ -158,8 +164,9 @@ def z_update(key: jax.Array, problem: MILProblem, f: jnp.ndarray, z: jnp.ndarray
         z_mh, acc = mh_weighted_step(k_mh, z, f, layout, kind, problem.log_weight)
     pure_instance = jnp.zeros(z.shape[0], bool).at[jnp.where(layout.valid, layout.index, z.shape[0]).ravel()] \
         .set(jnp.broadcast_to(pure[:, None], layout.index.shape).ravel(), mode="drop")
-    n_mh = jnp.maximum(jnp.sum(~pure), 1)
-    return jnp.where(pure_instance, z_exact, z_mh), jnp.sum(acc & ~pure).astype(jnp.float64) / n_mh, draw.log_norm
+    counted = ~pure & (layout.size > 0)           # (padding groups hold no instance)
+    n_mh = jnp.maximum(jnp.sum(counted), 1)
+    return jnp.where(pure_instance, z_exact, z_mh), jnp.sum(acc & counted).astype(jnp.float64) / n_mh, draw.log_norm
 
 
 def mixed_groups(kind, log_weight) -> Optional[np.ndarray]:
@@ -207,8 +214,13 @@ def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MI
     n, m = problem.psi.shape
     k_act, k_z, k_beta, k_next = jax.random.split(key, 4)
     n_init = min(config.n_init_active, config.capacity, m)
-    chosen = jax.random.permutation(k_act, m)[:n_init]
+    if problem.basis_mask is None:
+        chosen = jax.random.permutation(k_act, m)[:n_init]
+    else:   # a uniformly random subset of the real centres (all of them if fewer than n_init)
+        chosen = jnp.argsort(jnp.where(problem.basis_mask, jax.random.uniform(k_act, (m,)), 2.0))[:n_init]
     active = jnp.zeros(m, bool).at[chosen].set(True)
+    if problem.basis_mask is not None:
+        active = active & problem.basis_mask
     aset = active_set_from_mask(problem.gram, active, config.capacity)
     delta2 = jnp.asarray(problem.hyper.delta2_init, problem.psi.dtype)
     z, _, loglik = z_update(k_z, problem, jnp.zeros(n), jnp.zeros(n), "exact")
@@ -269,7 +281,7 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     if config.update_gamma:
         aset, b_active, sel = kernel_selection_sweep(k_gamma, state.aset, state.b_active, problem.gram,
                                                      _psi_t(problem), z, state.delta2, hyper.prior_a,
-                                                     hyper.prior_b, 0.5 * problem.ridge)
+                                                     hyper.prior_b, 0.5 * problem.ridge, problem.basis_mask)
     else:
         zero = jnp.zeros((), jnp.int32)
         aset, b_active = state.aset, state.b_active
@@ -288,7 +300,8 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     quad = prior_quadratic_form(aset, problem.gram, beta_active)
     # the Gamma(shape, 1) variates of the sweep in one call (the Gamma sampler is costly to compile):
     # [g^2 of the rescaling, 1 / delta2, (beta_move="laplace") the t proposals' chi-squares / 2]
-    shapes = jnp.stack([scale_move_shape(z.shape[0], aset.count), delta2_shape(aset.count, hyper.delta2_alpha)])
+    n_latent = z.shape[0] if problem.n_instances is None else problem.n_instances   # padding z stay 0
+    shapes = jnp.stack([scale_move_shape(n_latent, aset.count), delta2_shape(aset.count, hyper.delta2_alpha)])
     if laplace:
         shapes = jnp.concatenate([shapes, chi_square_shapes(config.laplace_tries)])
     standard_gamma = jax.random.gamma(k_scale, shapes)

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import betaln, logsumexp, xlogy
 
+from zoo.inference.constraint_codes import AT_LEAST_ONE, MIXED, NEGATIVE, POSITIVE
 from zoo.inference.truncated_normal import log_ndtr_pair, sample_orthant_normal
 
 __all__ = ["GroupLayout", "SignDraw", "constraint_flags", "measurement_log_weight", "count_constraint_log_weight",
@@ -62,18 +63,18 @@ class SignDraw(NamedTuple):
 
 
 def _flags(kind):
-    need_pos = (kind == 1) | (kind == 3)
-    need_neg = kind == 1
-    forbid_pos = kind == 0
-    forbid_neg = kind == 2
+    need_pos = (kind == MIXED) | (kind == AT_LEAST_ONE)
+    need_neg = kind == MIXED
+    forbid_pos = kind == NEGATIVE
+    forbid_neg = kind == POSITIVE
     return need_pos, need_neg, forbid_pos, forbid_neg
 
 
 def constraint_flags(kind: jnp.ndarray) -> tuple:
     """Flags (need_pos, need_neg, forbid_pos, forbid_neg) of constraint codes.
 
-    Codes: 0 negative (all z < 0), 1 mixed (>= 1 of each), 2 positive (all z > 0), 3 at least one positive,
-    4 free (no constraint; measurement-only groups).
+    Codes (``zoo.inference.constraint_codes``): NEGATIVE (all z < 0), MIXED (>= 1 of each), POSITIVE (all
+    z > 0), AT_LEAST_ONE (at least one positive), FREE (no constraint; measurement-only groups).
     """
     return _flags(jnp.asarray(kind))
 
@@ -83,10 +84,10 @@ def count_constraint_log_weight(kind: jnp.ndarray, size: jnp.ndarray, n_max: int
     k = jnp.arange(n_max + 1)[None, :]
     n = size[:, None]
     kind = kind[:, None]
-    ok = jnp.where(kind == 0, k == 0,
-         jnp.where(kind == 1, (k >= 1) & (k <= n - 1),
-         jnp.where(kind == 2, k == n,
-         jnp.where(kind == 3, k >= 1, True))))
+    ok = jnp.where(kind == NEGATIVE, k == 0,
+         jnp.where(kind == MIXED, (k >= 1) & (k <= n - 1),
+         jnp.where(kind == POSITIVE, k == n,
+         jnp.where(kind == AT_LEAST_ONE, k >= 1, True))))
     return jnp.where(ok & (k <= n), 0.0, NEG_INF)
 
 
@@ -143,7 +144,7 @@ def sample_signs_split(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind
                        dp_groups: jnp.ndarray) -> SignDraw:
     """``sample_signs_constrained`` when only the groups ``dp_groups`` (int (G_dp,)) can hold both signs.
 
-    Every other group must be pure (code 0: all negative, 2: all positive): its pattern is known and its
+    Every other group must be pure (NEGATIVE or POSITIVE): its pattern is known and its
     log-likelihood is sum_i log Phi(+-f_i); only the listed groups run the forward-backward pass."""
     lp, lq = _instance_log_probs(f, layout)
     positive, log_norm = pure_group_terms(lp, lq, layout, kind)
@@ -156,9 +157,9 @@ def sample_signs_split(key: jax.Array, f: jnp.ndarray, layout: GroupLayout, kind
 
 
 def pure_group_terms(lp, lq, layout: GroupLayout, kind):
-    """(sign pattern (G, n_max) bool, log p(observation_g | f) (G,)) of groups read as pure (code 2: all
-    positive, any other: all negative) from the slot log-probabilities (lp, lq) = log Phi(+-f)."""
-    positive_group = (kind == 2)[:, None]
+    """(sign pattern (G, n_max) bool, log p(observation_g | f) (G,)) of groups read as pure (POSITIVE: all
+    positive, any other code: all negative) from the slot log-probabilities (lp, lq) = log Phi(+-f)."""
+    positive_group = (kind == POSITIVE)[:, None]
     log_norm = jnp.sum(jnp.where(layout.valid, jnp.where(positive_group, lp, lq), 0.0), axis=1)
     return positive_group & layout.valid, log_norm
 
