@@ -197,3 +197,21 @@ def test_in_memory_hdp_fit_is_complete(synthetic):
     assert fit.idata.variational_parameters["gamma"].shape == (2, 300, 4)
     assert fit.idata.log_likelihood["words"].shape[:2] == (2, 100)
     np.testing.assert_allclose(fit.state.beta.sum(), 1.0)
+
+
+def test_split_tokens_and_the_benchmark_report(tmp_path):
+    from zoo.bench import benchmarks
+    from zoo.experiments import streaming_topics as exp
+    from zoo.papers.yakhnenko_svi import split_tokens
+    counts = np.array([[2, 0, 1], [1, 0, 0], [0, 3, 3]])
+    observed, held = split_tokens(counts, seed=0)
+    np.testing.assert_array_equal(observed + held, [[2, 0, 1], [0, 0, 0], [0, 3, 3]])   # 1 token: left out
+    np.testing.assert_array_equal(observed.sum(1), [1, 0, 3])
+    rows = [exp.StreamingRow("c", "zoo MoM-LDA stochastic_vi", 2, 90.0, 2.0, 10.0),
+            exp.StreamingRow("c", "gensim LdaModel (online)", 2, 100.0, 4.0, None),
+            exp.StreamingRow("c", "zoo MoM-HDP stochastic_vi", 2, 95.0, 1.0, 12.0),
+            exp.StreamingRow("c", "gensim HdpModel (online)", 2, 99.0, 10.0, None)]
+    table = exp.streaming_table(exp.StreamingResult(rows, {"c": {}}))
+    assert [r[-1] for r in table.rows] == [0.5, None, 0.1, None]
+    assert exp.plot_streaming(exp.StreamingResult(rows, {}), tmp_path / "s.png").path.is_file()
+    assert "streaming_topics" in benchmarks()

@@ -21,8 +21,9 @@ from scipy.special import gammaln
 
 from zoo.data.containers import MultimodalCounts
 from zoo.inference import stick_breaking_vi as sbvi
-from zoo.inference import topic_vi
+from zoo.inference import sharding, topic_vi
 from zoo.models import multimodal_topics as mt
+from zoo.options import data_devices as check_data_devices
 from zoo.options import nonnegative_float, positive_float, positive_int
 from zoo.priors import dirichlet_concentration
 from zoo.registry import register_method, register_model
@@ -124,6 +125,13 @@ def _check_stick_prior(prior: dist.Distribution) -> dist.Distribution:
         raise ValueError(f"priors['sticks']: needs a scalar distribution on (0, 1) such as Beta(1, alpha), "
                          f"got {prior.__class__.__name__}")
     return prior
+
+
+def _sharded(n_devices, sharded_fit, one_device_fit):
+    """The coordinate-ascent fitter: the one-device one, or the data-sharded one over ``n_devices`` (issue 21.2)."""
+    if n_devices is None:
+        return one_device_fit
+    return functools.partial(sharded_fit, mesh=sharding.data_mesh(n_devices))
 
 
 def _check_method_options(unknown: dict, method: str):
@@ -265,33 +273,36 @@ register_model("yakhnenko.mom_hdp", paper=PAPER, title="Multi-modal HDP, truncat
 
 @register_method("yakhnenko.mom_lda", "mean_field_vi", kind="variational")
 def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, seed_docs_per_factor=2,
-                chunk=10, num_draws=100, progress_bar=True, **unknown) -> Fit:
+                chunk=10, num_draws=100, progress_bar=True, data_devices=None, **unknown) -> Fit:
     """Coordinate-ascent mean-field VI (Sec. 2.6.1-2.6.2); each chain is a random restart (default 2), the
     restart with the highest ELBO makes the predictions; ``num_draws`` draws of each restart's q go to
-    ``posterior``."""
+    ``posterior``. ``data_devices``: None (one device) or the images sharded over n of jax.devices()
+    (zoo.inference.sharding; the same fixed point)."""
     _check_method_options(unknown, "mean_field_vi")
     data = check_counts(data)
     _loop_options(max_iter, tol, local_steps, chunk, num_draws)
+    fit_fn = _sharded(check_data_devices(data_devices), sharding.fit_mean_field_sharded, topic_vi.fit_mean_field)
     keys = _keys(seed, num_chains)
     k = spec.options["n_topics"]
     alpha = jnp.asarray(dirichlet_concentration(spec.priors["pi"], k, "pi"))
     with _elbo_progress(progress_bar, _bar_total(max_iter, chunk), "MoM-LDA VI") as progress:
-        state, trace = topic_vi.fit_mean_field(keys, [data.words, data.visual_words], k, alpha,
-                                               _etas(spec.priors, data), max_iter=int(max_iter), tol=float(tol),
-                                               local_steps=int(local_steps), chunk=int(chunk),
-                                               seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
+        state, trace = fit_fn(keys, [data.words, data.visual_words], k, alpha, _etas(spec.priors, data),
+                              max_iter=int(max_iter), tol=float(tol), local_steps=int(local_steps), chunk=int(chunk),
+                              seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
     return _make_fit(spec, data, "mean_field_vi", state, np.asarray(alpha), trace, seed, num_draws)
 
 
 @register_method("yakhnenko.mom_hdp", "stick_breaking_vi", kind="variational")
 def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, beta_steps=25,
                 beta_learning_rate=0.05, seed_docs_per_factor=2, chunk=10, fixed_beta=None, num_draws=100,
-                progress_bar=True, **unknown) -> Fit:
+                progress_bar=True, data_devices=None, **unknown) -> Fit:
     """Truncated stick-breaking VI: coordinate ascent plus the stick logits of beta by optax (Sec. 2.6.3).
     ``fixed_beta`` (K,) keeps beta fixed (then the fit is MoM-LDA with alpha = alpha_pi beta)."""
     _check_method_options(unknown, "stick_breaking_vi")
     data = check_counts(data)
     _loop_options(max_iter, tol, local_steps, chunk, num_draws)
+    fit_fn = _sharded(check_data_devices(data_devices), sharding.fit_stick_breaking_sharded,
+                      sbvi.fit_stick_breaking)
     keys = _keys(seed, num_chains)
     k, alpha_pi = spec.options["truncation"], spec.options["alpha_pi"]
     stick_prior = _check_stick_prior(spec.priors["sticks"])
@@ -306,7 +317,7 @@ def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
         u0 = jnp.asarray(np.clip(fixed[:-1] / rest[:-1], 1e-12, 1 - 1e-12))
     logits0 = jnp.log(u0) - jnp.log1p(-u0)
     with _elbo_progress(progress_bar, _bar_total(max_iter, chunk), "MoM-HDP VI") as progress:
-        state, trace = sbvi.fit_stick_breaking(
+        state, trace = fit_fn(
             keys, [data.words, data.visual_words], k, _etas(spec.priors, data), alpha_pi, stick_prior,
             init_stick_logits=logits0, optimize_beta=fixed_beta is None, max_iter=int(max_iter), tol=float(tol),
             local_steps=int(local_steps), beta_steps=int(beta_steps), beta_learning_rate=float(beta_learning_rate),

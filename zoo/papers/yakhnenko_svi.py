@@ -33,7 +33,8 @@ from zoo.priors import dirichlet_concentration
 from zoo.registry import register_method
 from zoo.results import Fit, to_inference_data
 
-__all__ = ["fit_stochastic_vi", "check_svi_options", "SVIRun", "run_stochastic_vi"]
+__all__ = ["fit_stochastic_vi", "check_svi_options", "SVIRun", "run_stochastic_vi", "split_tokens",
+           "completion_perplexity"]
 
 
 def check_svi_options(batch_size, passes, tau0, kappa, local_steps, local_tol, beta_steps, beta_learning_rate,
@@ -236,3 +237,38 @@ def _global_fit(spec, corpus, run: SVIRun, prior_conc, trace, seed, num_draws, b
                              beta=None if beta is None else beta[best], final_elbo=trace[:, -1], best_chain=best)
     return Fit(idata=idata, spec=spec, method="stochastic_vi", state=state,
                headline=["beta"] if beta is not None else ["phi_w"], predictor=yh.predict_topics, data=corpus)
+
+
+# ------------------------------------------------------------------------------------------------ held-out metric
+def split_tokens(counts: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Document completion: each document's tokens (a document with >= 2 tokens) shuffled and split into an
+    observed first half and a held-out second half; returns (observed, held_out), both (I, V) counts, documents
+    with fewer than 2 tokens left out of both (all-zero rows)."""
+    rng = np.random.default_rng(seed)
+    counts = np.asarray(counts)
+    observed, held = np.zeros(counts.shape), np.zeros(counts.shape)
+    for i, row in enumerate(counts.astype(np.int64)):
+        tokens = np.repeat(np.arange(row.size), row)
+        if tokens.size < 2:
+            continue
+        rng.shuffle(tokens)
+        half = tokens.size // 2
+        np.add.at(observed[i], tokens[:half], 1.0)
+        np.add.at(held[i], tokens[half:], 1.0)
+    return observed, held
+
+
+def completion_perplexity(phi: np.ndarray, alpha: np.ndarray, observed: np.ndarray, held_out: np.ndarray,
+                          num_steps: int = 100) -> float:
+    """Held-out perplexity by document completion, one estimator for every model: q(theta_i) = Dir(gamma_i) from
+    the observed tokens by mean-field fixed-point iterations (``topic_vi.infer_doc_topics``) with the model's
+    topics phi (K, V) (rows normalized) and prior alpha (K,), then exp(- sum n_iv log sum_k E[theta_ik] phi_kv /
+    sum n_iv) over the held-out tokens."""
+    keep = observed.sum(1) > 0
+    observed, held_out = observed[keep], held_out[keep]
+    phi = np.clip(np.asarray(phi, dtype=np.float64), 1e-300, None)
+    phi = phi / phi.sum(1, keepdims=True)
+    gamma, _ = topic_vi.infer_doc_topics((jnp.log(jnp.asarray(phi)),), (topic_vi.sparse_counts(observed),),
+                                         observed.shape[0], jnp.asarray(alpha, dtype=jnp.float64), num_steps)
+    theta = np.asarray(gamma) / np.asarray(gamma).sum(1, keepdims=True)
+    return float(np.exp(-np.sum(held_out * np.log(theta @ phi)) / held_out.sum()))
