@@ -174,7 +174,8 @@ def svi_step_batched(state, batch, corpus_size, prior_concentration, etas, alpha
 
 def pack_minibatch(rows: Sequence, batch_size: int, capacities: Sequence[int]) -> Minibatch:
     """A fixed-shape ``Minibatch`` from the compressed rows of n <= ``batch_size`` documents (per modality, an
-    object with numpy ``indptr`` (n+1,), ``indices`` (nnz,), ``counts`` (nnz,), e.g. ``zoo.data.streaming.CSRRows``): documents n.. are padding (mask 0), entries beyond each modality's nnz have count 0."""
+    object with numpy ``indptr`` (n+1,), ``indices`` (nnz,), ``counts`` (nnz,), e.g. ``zoo.data.streaming.CSRRows``):
+    documents n.. are padding (mask 0), entries beyond each modality's nnz have count 0."""
     n = rows[0].indptr.shape[0] - 1
     if n > batch_size or n < 1:
         raise ValueError(f"rows: {n} documents for a minibatch of {batch_size}")
