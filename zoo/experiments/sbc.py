@@ -31,7 +31,7 @@ import numpy as np
 
 from zoo.sbc import SBCResult, plot_ecdf_difference, run_sbc, sbc_table
 
-__all__ = ["kueck04_sbc", "gustafson07_sbc", "run_all", "reproduce", "PROTOCOL", "FULL", "FAST"]
+__all__ = ["kueck04_sbc", "gustafson07_sbc", "explain", "run_all", "reproduce", "PROTOCOL", "FULL", "FAST"]
 
 #: what each row's protocol is (the table's "why" column; the verdicts' explanations are in the report notes)
 PROTOCOL = {
@@ -250,14 +250,29 @@ def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws:
 # ------------------------------------------------------------------------------------------------ reproduce
 #: settings of the full run (``zoo reproduce sbc``) and of ``--fast`` (name -> keyword arguments; None: not run)
 FULL = {"kueck04": dict(n_sims=300), "gustafson07": dict(n_sims=100),
-        "carbonetto03": dict(n_sims=100), "ross03": dict(n_sims=100), "yakhnenko": dict(n_sims=100),
-        "nuts": dict(n_sims=100)}
-FAST = {"kueck04": dict(n_sims=60), "gustafson07": dict(n_sims=30, warmup=100, n_draws=19, thin=2),
+        "carbonetto03": dict(n_sims=100), "ross03": dict(n_sims=100), "yakhnenko": dict(n_sims=20),
+        "nuts": dict(n_sims=60)}
+FAST = {"kueck04": dict(n_sims=40, warmup=100, n_draws=39, thin=2),
+        "gustafson07": dict(n_sims=20, warmup=60, n_draws=19, thin=2),
         "carbonetto03": None, "ross03": None, "yakhnenko": None, "nuts": None}
 
 
+def explain(result: SBCResult, alpha: float = 0.01) -> str:
+    """Why the worst quantity passed or failed, from its ranks: the share at the extremes 0 and L (a uniform rank
+    puts 2 / (L + 1) there; much more: under-dispersed) and the mean rank against L / 2 (biased low / high)."""
+    worst = min(result.p_ecdf, key=result.p_ecdf.get)
+    r, L = np.asarray(result.ranks[worst]), result.n_draws
+    ends, mean = float(np.mean((r == 0) | (r == L))), float(np.mean(r)) / L
+    shape = (f"{ends:.0%} of ranks at 0 or L (uniform: {2 / (L + 1):.0%})"
+             + (f", mean rank {mean:.2f} L" if abs(mean - 0.5) > 0.1 else ""))
+    if result.passed(alpha):
+        return f"uniform ranks (worst {worst}: {shape})"
+    kind = "under-dispersed" if ends > 4 / (L + 1) else ("biased" if abs(mean - 0.5) > 0.1 else "non-uniform")
+    return f"{kind} on {worst}: {shape}"
+
+
 def _with_protocol(result: SBCResult, key: str) -> SBCResult:
-    result.notes.append(PROTOCOL[key])
+    result.notes.extend([explain(result), PROTOCOL[key]])
     return result
 
 
