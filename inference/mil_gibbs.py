@@ -11,8 +11,10 @@ One sweep: {gamma, beta} then {delta2, Z}:
                                             (``zoo.inference.orthant_sampler``), or the thesis' Metropolis steps.
 ``build_mil_kernel(problem, config)`` gives the sampler in the shape of ``zoo.inference.driver`` (``init``, and
 ``mil_step``: (key, state) -> (state, MILInfo)), which ``driver.sample_chunked`` runs in compiled chunks and
-``MILGibbs`` (``driver.KernelMCMC``) under ``numpyro.infer.MCMC``. ``mil_gibbs_sweep`` (state) -> state, with the
-key carried in ``MILState.rng_key``, is the same sweep for callers that loop over states themselves.
+``MILGibbs`` (``driver.KernelMCMC``) under ``numpyro.infer.MCMC``. The chain's state (``MILState``) holds the
+chain alone: the key and the sweep statistics (``MILInfo``) are the driver's. For callers that loop over states
+themselves, ``init_mil_state`` / ``state_from_position`` give a ``KeyedMILState`` (the state and its key) and
+``mil_gibbs_sweep`` (keyed) -> keyed is the same sweep.
 """
 from __future__ import annotations
 
@@ -35,9 +37,9 @@ from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_wei
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
                                            sample_signs_constrained, sample_signs_split)
 
-__all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "MILInfo", "MILGibbs", "build_mil_kernel", "mil_step",
-           "mil_draw", "mil_position", "mil_gibbs_sweep", "init_mil_state", "z_update", "state_from_position",
-           "mixed_groups", "MIL_STAT_FIELDS"]
+__all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "KeyedMILState", "MILInfo", "MILGibbs",
+           "build_mil_kernel", "mil_step", "mil_draw", "mil_position", "mil_gibbs_sweep", "init_mil_state",
+           "initial_state", "z_update", "state_from_position", "mixed_groups", "MIL_STAT_FIELDS"]
 
 
 class MILHyper(NamedTuple):
@@ -98,24 +100,31 @@ class MILConfig(NamedTuple):
 
 
 class MILState(NamedTuple):
-    """The chain. ``rng_key`` and the statistics of the last sweep (the fields of ``MILInfo``) serve
-    ``mil_gibbs_sweep``'s callers, which loop over states alone; ``mil_step`` returns the statistics as its info
-    and takes its key from the driver."""
+    """The chain: the sampled quantities and what the next sweep reuses (no key, no statistics: the driver keeps
+    the key and ``mil_step`` returns the sweep's statistics as its info)."""
     position: dict                 # gamma (M,) int8, beta (M,) = gamma * beta, delta2, n_active [, z]
     aset: ActiveSet
     beta_active: jnp.ndarray       # (K_max,) in slot order
     delta2: jnp.ndarray
     z: jnp.ndarray                 # (N,)
     b_active: jnp.ndarray          # (K_max,) Psi_a' z in slot order (the next sweep's gamma moves need it)
-    rng_key: jax.Array
-    gamma_acceptance: jnp.ndarray  # accepted / proposed flips in the last sweep
-    n_active: jnp.ndarray
-    z_acceptance: jnp.ndarray      # MH variants: share of non-pure groups whose proposal was accepted
-    delta2_acceptance: jnp.ndarray
-    capacity_hits: jnp.ndarray
-    log_likelihood: jnp.ndarray    # (G,) log p(observation_g | f)
     anchor: AnchorCache            # beta_move="laplace": the Newton start of the current active set
-    beta_acceptance: jnp.ndarray   # beta_move="laplace": accepted / proposed collapsed tries in the last sweep
+
+    @property
+    def n_active(self) -> jnp.ndarray:
+        return self.aset.count
+
+
+class KeyedMILState(NamedTuple):
+    """A chain with its key, for callers that loop over states themselves (``mil_gibbs_sweep``,
+    ``advance_chains``); the chain's fields (position, delta2, z, n_active, ...) read through."""
+    state: MILState
+    rng_key: jax.Array
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.state, name)
 
 
 class MILInfo(NamedTuple):
@@ -195,22 +204,23 @@ def _fit_table(config) -> bool:
     return (not config.update_gamma) if config.laplace_table is None else bool(config.laplace_table)
 
 
-def _new_state(problem, config, key, aset, beta_active, delta2, z, loglik, **stats) -> MILState:
-    """A state with the derived fields (position, b_active) filled in; ``stats`` override the defaults."""
-    zero = jnp.zeros(())
-    fields = dict(gamma_acceptance=zero, z_acceptance=jnp.ones(()), delta2_acceptance=jnp.ones(()),
-                  capacity_hits=jnp.zeros((), jnp.int32), beta_acceptance=zero,
-                  anchor=empty_anchor(config.capacity, problem.psi.dtype, table=_fit_table(config)))
-    fields.update(stats)
+def _new_state(problem, config, aset, beta_active, delta2, z) -> MILState:
+    """A state with the derived fields (position, b_active, an empty anchor) filled in."""
     return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
                     aset=aset, beta_active=beta_active, delta2=delta2, z=z,
-                    b_active=active_rows(aset, _psi_t(problem)) @ z, rng_key=key,
-                    n_active=aset.count, log_likelihood=loglik, **fields)
+                    b_active=active_rows(aset, _psi_t(problem)) @ z,
+                    anchor=empty_anchor(config.capacity, problem.psi.dtype, table=_fit_table(config)))
 
 
-def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MILState:
-    """Thesis Sec. 4.1.1: delta2 at its prior mode, ``n_init_active`` random active kernels; Z from its exact
-    conditional at f = 0 (every group constraint satisfied), then beta from its conditional."""
+def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> KeyedMILState:
+    """``initial_state`` with the key of its first sweep (``KeyedMILState``, for ``mil_gibbs_sweep``)."""
+    return KeyedMILState(*initial_state(key, problem, config))
+
+
+def initial_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> tuple[MILState, jax.Array]:
+    """(state, key of the first sweep). Thesis Sec. 4.1.1: delta2 at its prior mode, ``n_init_active`` random
+    active kernels; Z from its exact conditional at f = 0 (every group constraint satisfied), then beta from
+    its conditional."""
     n, m = problem.psi.shape
     k_act, k_z, k_beta, k_next = jax.random.split(key, 4)
     n_init = min(config.n_init_active, config.capacity, m)
@@ -223,22 +233,21 @@ def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> MI
         active = active & problem.basis_mask
     aset = active_set_from_mask(problem.gram, active, config.capacity)
     delta2 = jnp.asarray(problem.hyper.delta2_init, problem.psi.dtype)
-    z, _, loglik = z_update(k_z, problem, jnp.zeros(n), jnp.zeros(n), "exact")
+    z, _, _ = z_update(k_z, problem, jnp.zeros(n), jnp.zeros(n), "exact")
     rows = active_rows(aset, _psi_t(problem))
     beta_active = draw_beta(k_beta, aset, rows, rows @ z, delta2, problem.ridge)
-    return _new_state(problem, config, k_next, aset, beta_active, delta2, z, loglik)
+    return _new_state(problem, config, aset, beta_active, delta2, z), k_next
 
 
 def state_from_position(key: jax.Array, problem: MILProblem, config: MILConfig, gamma: jnp.ndarray,
-                        beta: jnp.ndarray, delta2: jnp.ndarray, z: jnp.ndarray) -> MILState:
+                        beta: jnp.ndarray, delta2: jnp.ndarray, z: jnp.ndarray) -> KeyedMILState:
     """A sampler state at a given point (gamma (M,), beta (M,) dense, delta2, z (N,)), e.g. an exact draw
-    from the program; the active-set inverse is built fresh. At most ``config.capacity`` kernels."""
+    from the program, with ``key`` as the key of its first sweep; the active-set inverse is built fresh. At
+    most ``config.capacity`` kernels."""
     aset = active_set_from_mask(problem.gram, gamma.astype(bool), config.capacity)
     beta_active = jnp.where(slot_mask(aset), beta[aset.members], 0.0)
     delta2 = jnp.asarray(delta2, problem.psi.dtype)
-    f = beta_active @ active_rows(aset, _psi_t(problem))
-    _, _, loglik = z_update(key, problem, f, z, "exact")
-    return _new_state(problem, config, key, aset, beta_active, delta2, z, loglik)
+    return KeyedMILState(_new_state(problem, config, aset, beta_active, delta2, z), key)
 
 
 def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6) -> ActiveSet:
@@ -261,9 +270,11 @@ def refresh_if_inaccurate(aset: ActiveSet, gram: jnp.ndarray, tol: float = 1e-6)
     return aset
 
 
-def mil_gibbs_sweep(state: MILState, problem: MILProblem, config: MILConfig) -> MILState:
-    """``mil_step`` with the key carried in the state (``state.rng_key``; the new state carries the next one)."""
-    return mil_step(state.rng_key, state, problem, config)[0]
+def mil_gibbs_sweep(state: KeyedMILState, problem: MILProblem, config: MILConfig) -> KeyedMILState:
+    """``mil_step`` on a chain with its key; the new one carries the next key (index 0 of the key's split, the
+    driver's ``next_key``)."""
+    new, _ = mil_step(state.rng_key, state.state, problem, config)
+    return KeyedMILState(new, jax.random.split(state.rng_key, 6)[0])
 
 
 def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILConfig) -> tuple[MILState, MILInfo]:
@@ -275,7 +286,7 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     if config.beta_move not in ("gibbs", "laplace"):
         raise ValueError(f"beta_move: {config.beta_move!r} is not 'gibbs' or 'laplace'")
     # index 0 is the chain's next key (``driver.next_key``); k_scale: the Gamma draws
-    key, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(key, 6)
+    _, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(key, 6)
     z = state.z
     hyper = problem.hyper
     if config.update_gamma:
@@ -324,23 +335,17 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
         z, z_acc, loglik = z_update(k_z, problem, f, z, config.z_sampler)
     gamma_acc = sel.accepted.astype(jnp.float64) / jnp.maximum(sel.proposals, 1)
     new = MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
-                    aset=aset, beta_active=beta_active, delta2=delta2, z=z,
-                    b_active=rows @ z, rng_key=key, gamma_acceptance=gamma_acc,
-                    n_active=aset.count, z_acceptance=jnp.asarray(z_acc, jnp.float64),
-                    delta2_acceptance=jnp.asarray(d2_acc, jnp.float64), capacity_hits=sel.capacity_hits,
-                    log_likelihood=loglik, anchor=anchor, beta_acceptance=beta_acc)
-    return new, _info(new)
-
-
-def _info(state: MILState) -> MILInfo:
-    return MILInfo(*(getattr(state, f) for f in MIL_STAT_FIELDS))
+                   aset=aset, beta_active=beta_active, delta2=delta2, z=z, b_active=rows @ z, anchor=anchor)
+    info = MILInfo(gamma_acceptance=gamma_acc, n_active=aset.count, z_acceptance=jnp.asarray(z_acc, jnp.float64),
+                   delta2_acceptance=jnp.asarray(d2_acc, jnp.float64), capacity_hits=sel.capacity_hits,
+                   beta_acceptance=beta_acc, log_likelihood=loglik)
+    return new, info
 
 
 def build_mil_kernel(problem: MILProblem, config: MILConfig) -> Kernel:
     """The sampler for ``zoo.inference.driver``: init (the thesis' start, ``init_mil_state``) and ``mil_step``."""
     def init(key, num_warmup):
-        state = init_mil_state(key, problem, config)
-        return state, state.rng_key
+        return initial_state(key, problem, config)
     return Kernel(init=init, step=lambda key, state: mil_step(key, state, problem, config))
 
 

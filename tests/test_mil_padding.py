@@ -103,7 +103,7 @@ def test_padded_sweeps_leave_the_unpadded_program_joint_invariant():
                                     jnp.concatenate([beta, jnp.zeros(extra)]), delta2,
                                     jnp.concatenate([z, jnp.zeros(PAD.n_instances - 6)]))
         keys = jax.random.split(jax.random.fold_in(key, 1), n_sweeps)
-        state = jax.lax.fori_loop(0, n_sweeps, lambda i, s: mil_step(keys[i], s, problem, config)[0], state)
+        state = jax.lax.fori_loop(0, n_sweeps, lambda i, s: mil_step(keys[i], s, problem, config)[0], state.state)
         return state.position["gamma"], state.position["beta"], state.delta2, state.z
 
     moved_by = jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)

@@ -86,7 +86,8 @@ def _job_shape(spec, train: Bags):
     sizes = np.bincount(bag_ids)
     n = train.X.shape[0]
     dp = mixed_groups(kind, None if variant not in ("measurement", "hybrid") else np.zeros(1))
-    return PaddedShape(n, n + int(spec.options["intercept"]), sizes.size, int(sizes.max()),
+    centres = n if spec.options.get("basis") is None else min(n, spec.options["basis"])
+    return PaddedShape(n, centres + int(spec.options["intercept"]), sizes.size, int(sizes.max()),
                        0 if dp is None else dp.size)
 
 

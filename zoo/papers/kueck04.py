@@ -11,7 +11,9 @@ default gaussian), ``width`` (default: the median distance between standardized 
 ``standardize`` (default: True when ``width`` is None, i.e. features are z-scored with the training mean and
 standard deviation), ``intercept`` (False, as in the thesis), ``chi`` (measurement/hybrid confidence, default 100),
 ``max_active`` (capacity of the active set, default 50: births beyond it are refused and counted),
-``ridge`` (relative jitter on Psi'Psi, default 1e-8 x mean diagonal; duplicate instances stay well-posed).
+``ridge`` (relative jitter on Psi'Psi, default 1e-8 x mean diagonal; duplicate instances stay well-posed),
+``basis`` (None: a basis function on every training instance, as in the thesis; an int M: M centres chosen
+among the training instances by k-means++ seeding, ``zoo.inference.mil_basis``, so psi is N x M).
 Priors: ``tau`` ~ Beta(a, b) (integrated out; must stay Beta), ``delta2`` ~ InverseGamma(mu/2, nu/2) (another
 family switches delta2 to a random-walk Metropolis step); defaults in ``zoo.models.kernel_mil.default_priors``,
 read into the sampler's settings by ``_prior_settings`` alone (``mil_hyper``, ``mil_config``), handed to the
@@ -32,8 +34,9 @@ from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
 from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, run_chunk, sample_chunked
-from zoo.inference.mil_gibbs import (MILConfig, MILGibbs, MILHyper, MILProblem, MILState, build_mil_kernel, mil_draw,
-                                     mixed_groups)
+from zoo.inference.mil_gibbs import (KeyedMILState, MILConfig, MILGibbs, MILHyper, MILProblem, build_mil_kernel,
+                                     mil_draw, mixed_groups)
+from zoo.inference.mil_basis import kmeans_pp_indices
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
                                    LABEL_POSITIVE, default_priors, gram_matrix, kernel_mil_program)
@@ -62,7 +65,8 @@ class MILPrediction:
 @dataclasses.dataclass(frozen=True)
 class MILPrepared:
     """Training data turned into the sampler's arrays (and what prediction needs to transform new data)."""
-    X: np.ndarray            # (N, D) standardized training features (the basis-function centres)
+    X: np.ndarray            # (M, D) the basis-function centres: standardized training features (all N, or the
+    #                          ``basis`` option's subset)
     mean: np.ndarray
     scale: np.ndarray
     width: float
@@ -80,7 +84,7 @@ class MILPrepared:
 def _build(variant: str):
     def build(kernel: str = "gaussian", width: float | None = None, standardize: bool | None = None,
               intercept: bool = False, chi: float | None = None, max_active: int = 50,
-              ridge: float = 1e-8):
+              ridge: float = 1e-8, basis: int | None = None):
         if kernel not in KERNELS:
             raise ValueError(f"kernel: {kernel!r} is not one of {', '.join(KERNELS)}")
         if width is not None:
@@ -88,6 +92,8 @@ def _build(variant: str):
         if not isinstance(max_active, (int, np.integer)) or max_active < 1:
             raise ValueError(f"max_active: must be a positive int, got {max_active!r}")
         ridge = positive_float(ridge, "ridge")
+        if basis is not None and (isinstance(basis, bool) or not isinstance(basis, (int, np.integer)) or basis < 1):
+            raise ValueError(f"basis: must be None or a positive int (number of centres), got {basis!r}")
         if variant in ("measurement", "hybrid"):
             chi = 100.0 if chi is None else chi
             if not (np.isfinite(chi) and chi >= 0):
@@ -96,7 +102,7 @@ def _build(variant: str):
             raise ValueError(f"chi: only the measurement and hybrid models take a confidence chi ({variant})")
         options = dict(kernel=kernel, width=width, standardize=(width is None) if standardize is None
                        else bool(standardize), intercept=bool(intercept), chi=chi, max_active=int(max_active),
-                       ridge=float(ridge), variant=variant)
+                       ridge=float(ridge), variant=variant, basis=None if basis is None else int(basis))
         return kernel_mil_program, options, default_priors()
     return build
 
@@ -182,7 +188,8 @@ def prepare(spec, data) -> MILPrepared:
         mean, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
     Xs = (X - mean) / scale
     width = opts["width"] if opts["width"] is not None else median_distance(Xs)
-    psi = np.asarray(gram_matrix(jnp.asarray(Xs), jnp.asarray(Xs), opts["kernel"], width, opts["intercept"]))
+    centres = Xs if opts.get("basis") is None else Xs[kmeans_pp_indices(Xs, opts["basis"])]
+    psi = np.asarray(gram_matrix(jnp.asarray(Xs), jnp.asarray(centres), opts["kernel"], width, opts["intercept"]))
     gram = psi.T @ psi
     ridge = opts["ridge"] * max(float(np.mean(np.diag(gram))), 1e-300)
     gram = gram + ridge * np.eye(gram.shape[0])
@@ -197,7 +204,7 @@ def prepare(spec, data) -> MILPrepared:
                                                        float(opts["chi"]), n_max))
     if not np.all(np.isfinite(psi)):
         raise ValueError("X: the kernel matrix has non-finite entries (check the features and the width)")
-    return MILPrepared(X=Xs, mean=mean, scale=scale, width=float(width), psi=psi, gram=gram, ridge=ridge,
+    return MILPrepared(X=centres, mean=mean, scale=scale, width=float(width), psi=psi, gram=gram, ridge=ridge,
                        layout=layout, kind=np.asarray(kind), family=np.asarray(family),
                        group_label=np.asarray(observed), fraction=fraction, log_weight=log_weight)
 
@@ -266,16 +273,17 @@ CHUNK = 100
 FAST_COMPILE_BELOW = 500_000
 
 
-def advance_chains(states: MILState, problem: MILProblem, n_run, config: MILConfig, chunk: int = CHUNK,
+def advance_chains(states: KeyedMILState, problem: MILProblem, n_run, config: MILConfig, chunk: int = CHUNK,
                    thinning: int = 1, chain_method: str = "vectorized", compiler_options=None):
-    """Run every chain (leading axis of ``states``, keys in ``states.rng_key``) ``n_run`` (<= ``chunk``) steps of
-    ``thinning`` sweeps, keeping the position and statistics after each step: (states, (positions, stats)) with a
-    draw axis of length ``chunk``; rows past ``n_run`` are to be dropped. One compilation per shapes and settings
-    (``driver.sample_chunked``'s chunk), across fits: priors are traced, see ``mil_hyper``."""
-    carry, observed = run_chunk(build_mil_kernel, config, problem, ChainCarry(states, states.rng_key, ()), n_run,
-                                observe=mil_draw, chunk=chunk, thinning=thinning, chain_method=chain_method,
+    """Run every chain (leading axis of ``states``, a ``KeyedMILState``: the chains and their keys) ``n_run``
+    (<= ``chunk``) steps of ``thinning`` sweeps, keeping the position and statistics after each step:
+    (states, (positions, stats)) with a draw axis of length ``chunk``; rows past ``n_run`` are to be dropped. One
+    compilation per shapes and settings (``driver.sample_chunked``'s chunk), across fits: priors are traced, see
+    ``mil_hyper``."""
+    carry, observed = run_chunk(build_mil_kernel, config, problem, ChainCarry(states.state, states.rng_key, ()),
+                                n_run, observe=mil_draw, chunk=chunk, thinning=thinning, chain_method=chain_method,
                                 compiler_options=compiler_options)
-    return carry.state, observed
+    return KeyedMILState(carry.state, carry.key), observed
 
 
 def _tqdm_progress(total: int, desc: str, enabled: bool):
