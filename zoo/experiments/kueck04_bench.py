@@ -24,7 +24,8 @@ def benchmark_mil(fast: bool = False) -> dict:
     one compilation (when the data are present; full mode: also the per-fold-compiling before figure), and effective
     samples per second (median over 100 held-out points) of Phi(f(x)) on the embedded-cluster data (N = 600,
     instance labels, 8 fixed active kernels): fixed-active-set Gibbs (data augmentation; and the Z-collapsed move,
-    ``beta_move="laplace"``) vs NUTS on the same posterior with Z integrated out (``probit_fixed_active_program``)."""
+    ``beta_move="laplace"``) vs NUTS on the same posterior with Z integrated out (``probit_fixed_active_program``);
+    full mode: ``large_n_sweeps`` (100,000 synthetic instances, 500 k-means++ centres)."""
     import jax
     from zoo.bench import timeit_best
     from zoo.inference.driver import over_chains
