@@ -75,6 +75,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     from zoo.reports import Figure, PaperReport, Section, Table, print_section
 
     out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     report = PaperReport("leaderboard", "Region-word leaderboard: every region-word model beside the baselines")
     try:
         msrc.msrc_root()
