@@ -37,9 +37,11 @@ __all__ = ["check_sampler", "SamplerScore", "format_table", "plot_error_vs_cost"
            "run_suite"]
 
 #: ``zoo check-sampler suite``: (model id, dataset, samplers) scored on each stored reference of the suite
+#: (NumPyro's MixedHMC, also a sampler of gustafson07.fs, is left to the notebook: with DiscreteHMCGibbs it takes
+#: most of the suite's time, about 50 ms per iteration and chain on bench_tiny on a loaded core)
 SUITE = (
     ("gustafson07.fs", "bench_tiny", ("collapsed_gibbs", "collapsed_gibbs (paper: 1 random flip, no joint moves)",
-                                      "NumPyro DiscreteHMCGibbs(NUTS)", "NumPyro MixedHMC(HMC)")),
+                                      "NumPyro DiscreteHMCGibbs(NUTS)")),
     ("carbonetto03.shrinkage_mixture", "sec2", ("nuts", "NumPyro NUTS (dense mass)", "svi (AutoNormal)")),
     ("carbonetto03.translation", "sec52_30img", ("nuts", "NumPyro NUTS (dense mass)", "svi (AutoNormal)")),
 )
@@ -243,7 +245,7 @@ def _rows(scores: Sequence[SamplerScore], ref: Reference) -> list[dict]:
     return [{"model_id": ref.model_id, "dataset": ref.dataset, **{k: getattr(s, k) for k in keep}} for s in scores]
 
 
-def run_suite(*, draws: Sequence[int] = (250, 1000), chains: int = 4, warmup: int = 500, out="check_sampler",
+def run_suite(*, draws: Sequence[int] = (100, 400), chains: int = 4, warmup: int = 200, out="check_sampler",
               suite=SUITE, progress: Callable | None = None) -> dict:
     """Score every sampler of ``suite`` ((model id, dataset, sampler names) ...) on its stored reference; writes
     ``check_sampler.md`` (per reference: how it was made, the table), ``check_sampler.json`` (the rows) and
@@ -270,11 +272,11 @@ def run_suite(*, draws: Sequence[int] = (250, 1000), chains: int = 4, warmup: in
         rows += _rows(scores, ref)
         text += [f"## {model_id} on {dataset}\n", ref.summary() + "\n", "```", format_table(scores), "```\n"]
         plot_error_vs_cost(scores, title=f"{model_id}\n{dataset}", ax=ax)
+        (out / "check_sampler.md").write_text("\n".join(text))       # after every reference: a killed run
+        (out / "check_sampler.json").write_text(json.dumps(rows, indent=1))   # keeps what it finished
     fig.tight_layout()
     fig.savefig(out / "check_sampler.png", dpi=100)
     plt.close(fig)
-    (out / "check_sampler.md").write_text("\n".join(text))
-    (out / "check_sampler.json").write_text(json.dumps(rows, indent=1))
     if progress is not None:
         print("\n".join(text[1:]))
         print(f"written: {out / 'check_sampler.md'}, {out / 'check_sampler.json'}, {out / 'check_sampler.png'}")

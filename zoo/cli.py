@@ -316,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--draws", type=int, default=5000, help="draws per chain")
     p.add_argument("--cross-check-draws", type=int, default=None,
                    help="draws per chain of the cross-check kernel (default: --draws)")
+    p.add_argument("--thinning", type=int, default=1,
+                   help="keep one sweep in N (Gibbs samplers; --draws counts sweeps)")
     p.set_defaults(run=lambda args: __import__("zoo.reference", fromlist=["cli"]).cli(args))
 
     p = sub.add_parser("check-sampler", parents=[debug], formatter_class=_Formatter,

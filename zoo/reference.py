@@ -217,28 +217,32 @@ def cross_check(a: Mapping[str, dict], b: Mapping[str, dict]) -> dict:
 
 
 def build(model_id: str, dataset: str, *, chains: int = MIN_CHAINS, warmup: int = 1000, draws: int = 5000,
-          seed: int = 0, cross_check_draws: int | None = None, save: bool = True) -> Reference:
+          seed: int = 0, cross_check_draws: int | None = None, thinning: int = 1, save: bool = True) -> Reference:
     """Build (and by default store) the reference of ``model_id`` on ``dataset``: enumeration where the problem is
     exact, otherwise ``chains`` chains of ``warmup`` + ``draws`` sweeps of the default exact kernel and a
-    cross-check run of the other exact kernel (``cross_check_draws`` draws per chain, default ``draws``)."""
+    cross-check run of the other exact kernel (``cross_check_draws`` draws per chain, default ``draws``);
+    ``thinning`` > 1 (Gibbs samplers only) keeps one sweep in ``thinning``, ``draws`` still counting sweeps."""
     from zoo.reference_problems import problem
     if not isinstance(chains, int) or chains < 2:
         raise ValueError(f"chains: expected an int >= 2, got {chains!r}")
     for name, value in (("warmup", warmup), ("draws", draws)):
         if not isinstance(value, int) or value < (0 if name == "warmup" else 10):
             raise ValueError(f"{name}: expected a non-negative int (draws >= 10), got {value!r}")
+    if not isinstance(thinning, int) or thinning < 1:
+        raise ValueError(f"thinning: expected an int >= 1, got {thinning!r}")
     prob = problem(model_id, dataset)
+    thin = {"thinning": thinning} if thinning > 1 else {}
     t0 = time.perf_counter()
     if prob.exact is not None:
         summaries, construction = prob.exact()
     else:
         data = prob.data()
-        main = prob.samplers[prob.default_sampler](chains=chains, warmup=warmup)
+        main = prob.samplers[prob.default_sampler](chains=chains, warmup=warmup, **thin)
         summaries = summarize_draws(prob.quantities(main(seed, data, draws)))
         construction = {"kind": "mcmc", "method": prob.default_sampler, "chains": chains, "warmup": warmup,
-                        "draws": draws, "seed": seed}
+                        "draws": draws, "seed": seed, **thin}
         if prob.cross_sampler is not None:
-            other = prob.samplers[prob.cross_sampler](chains=chains, warmup=warmup)
+            other = prob.samplers[prob.cross_sampler](chains=chains, warmup=warmup, **thin)
             second = summarize_draws(prob.quantities(other(seed + 1000, data, cross_check_draws or draws)))
             construction["cross_check"] = {"method": prob.cross_sampler, "draws": cross_check_draws or draws,
                                            "seed": seed + 1000, **cross_check(summaries, second)}
@@ -266,7 +270,7 @@ def cli(args) -> int:
     if args.model is None or args.dataset is None:
         raise ValueError("model/--dataset: `zoo reference build` needs a model id and --dataset")
     ref = build(args.model, args.dataset, chains=args.chains, warmup=args.warmup, draws=args.draws,
-                cross_check_draws=getattr(args, "cross_check_draws", None))
+                cross_check_draws=getattr(args, "cross_check_draws", None), thinning=getattr(args, "thinning", 1))
     print(ref.summary())
     print(f"written to {_path(args.model, args.dataset)}")
     return 0
