@@ -6,6 +6,21 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+# A compilation cache on disk, private to this test process (each pytest-xdist worker has its own: JAX writes the
+# entries without a lock), removed at exit. Many tests compile the same program again (several fits of one model
+# with different seeds, or after _release_compiled_code below); XLA's compiled code is then read back instead of
+# compiled anew (test_determinism.py: 96 -> 73 CPU seconds). The code read back is the code compiled, so the
+# draws are the same (tests/test_golden_draws.py checks them bit for bit).
+_COMPILATION_CACHE = tempfile.mkdtemp(prefix="zoo-tests-jax-cache-")
+atexit.register(shutil.rmtree, _COMPILATION_CACHE, ignore_errors=True)
+jax.config.update("jax_compilation_cache_dir", _COMPILATION_CACHE)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.3)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
