@@ -23,19 +23,10 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import logsumexp
 
+from zoo.models.prior_adapters import dirichlet_concentration
+
 __all__ = ["mom_lda", "mom_hdp", "default_priors_lda", "default_priors_hdp", "dirichlet_concentration",
            "stick_breaking", "token_log_likelihood_enumerated"]
-
-
-def dirichlet_concentration(prior: dist.Distribution, dim: int, site: str) -> jnp.ndarray:
-    """The (dim,) concentration of a Dirichlet prior given with length 1 (symmetric) or length dim."""
-    if not isinstance(prior, dist.Dirichlet):
-        raise ValueError(f"priors[{site!r}]: expected a Dirichlet, got {prior.__class__.__name__}")
-    conc = jnp.asarray(prior.concentration, dtype=jnp.float64)
-    if conc.ndim != 1 or conc.shape[0] not in (1, dim):
-        raise ValueError(f"priors[{site!r}]: concentration must have length 1 (symmetric) or {dim}, "
-                         f"got shape {conc.shape}")
-    return jnp.broadcast_to(conc, (dim,))
 
 
 def stick_breaking(sticks: jnp.ndarray) -> jnp.ndarray:

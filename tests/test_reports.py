@@ -129,8 +129,7 @@ EXPERIMENTS = pathlib.Path(__file__).resolve().parents[1] / "zoo" / "experiments
 NOT_YET_DATACLASS_RUNS = ("sbc",)
 #: private names of other modules that experiments still use, each waiting for a public name from its owner
 #: (module, name); any other private call fails the test below
-KNOWN_PRIVATE = {("tv", "_lda_chunk_batched"), ("sbvi", "_hdp_chunk_batched"),    # yakhnenko_bench
-                 ("zoo.experiments.regions", "_is_cached")}    # leaderboard: regions.is_cached is public now
+KNOWN_PRIVATE = {("tv", "_lda_chunk_batched"), ("sbvi", "_hdp_chunk_batched")}    # yakhnenko_bench
 
 
 def _sources():

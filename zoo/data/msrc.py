@@ -215,7 +215,6 @@ def is_cached(segmentation: str, segmentation_params: dict | None = None) -> boo
     return (cache_dir() / f"{key}.npz").exists() and (cache_dir() / f"{key}_maps.npz").exists()
 
 
-_msrc_root, _cache_key = msrc_root, cache_key  # former private names (zoo.experiments.regions still uses them)
 
 
 def msrc_region_table(segmentation: str = "ncut", segmentation_params: dict | None = None, *,

@@ -81,7 +81,7 @@ def _job_shape(spec, train: Bags):
     from zoo.inference.mil_padding import PaddedShape
     from zoo.papers import kueck04 as paper
     variant = spec.options["variant"]
-    kind, _, _ = paper._labels(variant, train)
+    kind, _, _ = paper.bag_labels(variant, train)
     bag_ids = np.arange(train.X.shape[0]) if variant == "supervised" else train.bag_ids
     sizes = np.bincount(bag_ids)
     n = train.X.shape[0]

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import pathlib
 import time
+from dataclasses import dataclass, field
 
-__all__ = ["reproduce", "run_full", "FULL_STAGES", "TINY_METHODS", "SLOW_METHODS", "COREL_CHEAP"]
+__all__ = ["reproduce", "run_full", "FullRun", "FULL_STAGES", "TINY_METHODS", "SLOW_METHODS", "COREL_CHEAP"]
 
 TINY_METHODS = ("chance", "word frequency", "co-occurrence", "naive Bayes", "logistic regression (C=1, default)",
                 "carbonetto03 ML diag", "supervised LR (upper bound)")
@@ -36,9 +37,17 @@ FULL_STAGES = (("ncut", "carbonetto03", "cheap"), ("slic", "carbonetto03", "chea
                ("slic", "kueck04", "cheap"), ("ncut", "carbonetto03", "slow"), ("slic", "carbonetto03", "slow"))
 
 
-def run_full(results, splits: int = 5, stages=FULL_STAGES, log=print) -> tuple[list[dict], list[str]]:
+@dataclass
+class FullRun:
+    """The full leaderboard's rows (one dict per method, split and setting, as ``zoo.leaderboard`` returns them)
+    and the notes on stages that were skipped (data not available)."""
+    rows: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def run_full(results, splits: int = 5, stages=FULL_STAGES, log=print) -> FullRun:
     """Every stage of ``stages`` on ``splits`` seeded splits, each row appended to ``results`` (JSON lines) as it
-    finishes; rows already in ``results`` are reused (so a killed run resumes). Returns (rows, notes)."""
+    finishes; rows already in ``results`` are reused (so a killed run resumes)."""
     from zoo import leaderboard as lb
     from zoo.leaderboard_methods import CHEAP_METHODS
     rows, notes = [], []
@@ -56,7 +65,7 @@ def run_full(results, splits: int = 5, stages=FULL_STAGES, log=print) -> tuple[l
         names = {"fast": lb.FAST_METHODS, "cheap": CHEAP_METHODS, "slow": SLOW_METHODS}[methods]
         rows += lb.leaderboard("msrc_v2", models=names, splits=splits, fast=False, results=results, log=log,
                                segmentation=segmentation, features=features)
-    return rows, notes
+    return FullRun(rows, notes)
 
 
 def _available(segmentation: str) -> bool:
@@ -91,9 +100,9 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
         report.notes.append("--fast: a tiny smoke run (2 splits of 120 images, 7 cheap methods), not the "
                             "leaderboard; run `zoo reproduce leaderboard` or `zoo leaderboard --fast`")
     else:
-        full, notes = run_full(out_dir / "leaderboard.jsonl")
-        rows += full
-        report.notes += notes
+        full = run_full(out_dir / "leaderboard.jsonl")
+        rows += full.rows
+        report.notes += full.notes
     summary = lb.summarize(rows)
     table = Table("Leaderboard (mean ± sd over seeded image splits)", lb.HEADER, lb.table_rows(summary),
                   note="Region accuracy over labelled test regions (ties split evenly): 'caption' restricted to "

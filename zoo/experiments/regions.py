@@ -136,9 +136,6 @@ def is_cached(segmentation: str) -> bool:
     return (msrc.cache_dir() / f"{key}.npz").exists()
 
 
-#: the former private name (zoo.experiments.leaderboard still imports it)
-_is_cached = is_cached
-
 
 @dataclasses.dataclass
 class BaselineSetting:

@@ -45,8 +45,8 @@ from zoo.priors import beta_parameters, inverse_gamma_parameters
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
-__all__ = ["MILPrediction", "MILPrepared", "prepare", "program_kwargs", "predict", "mil_config", "mil_problem",
-           "mil_hyper", "advance_chains", "VARIANTS", "CHUNK"]
+__all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwargs", "predict", "mil_config",
+           "mil_problem", "mil_hyper", "advance_chains", "VARIANTS", "CHUNK"]
 
 VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
 _PAPER = "Kueck 2004"
@@ -122,7 +122,7 @@ def _layout(bag_ids: np.ndarray) -> GroupLayout:
     return GroupLayout(index=index, valid=valid, size=size)
 
 
-def _labels(variant: str, data: Bags):
+def bag_labels(variant: str, data: Bags):
     """(kind, family, observed label codes) per group, validating what the variant needs."""
     if variant == "supervised":
         if data.instance_labels is None:
@@ -177,7 +177,7 @@ def prepare(spec, data) -> MILPrepared:
         raise ValueError(f"data: expected zoo.data.Bags, got {type(data).__name__}")
     opts = spec.options
     variant = opts["variant"]
-    kind, family, observed = _labels(variant, data)
+    kind, family, observed = bag_labels(variant, data)
     bag_ids = np.arange(data.X.shape[0]) if variant == "supervised" else data.bag_ids
     layout = _layout(bag_ids)
     X = data.X
