@@ -42,6 +42,7 @@ from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABE
                                    LABEL_POSITIVE, default_priors, gram_matrix, kernel_mil_program)
 from zoo.options import chain_method as check_chain_method, positive_float
 from zoo.priors import beta_parameters, inverse_gamma_parameters
+from zoo.progress import progress_callback
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
@@ -286,13 +287,6 @@ def advance_chains(states: KeyedMILState, problem: MILProblem, n_run, config: MI
     return KeyedMILState(carry.state, carry.key), observed
 
 
-def _tqdm_progress(total: int, desc: str, enabled: bool):
-    """A tqdm bar and the driver's progress callback that moves it."""
-    from tqdm.auto import tqdm
-    bar = tqdm(total=total, desc=desc, disable=not enabled, leave=False)
-    return bar, bar.update
-
-
 def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar,
                  fast_compile=None, chain_method="vectorized"):
     """The default driver (``driver.sample_chunked``): warm-up then sampling in chunks of compiled sweeps with a
@@ -301,15 +295,12 @@ def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, 
     total = num_warmup + num_samples * thinning
     if fast_compile is None:
         fast_compile = num_chains * total * problem.psi.shape[0] < FAST_COMPILE_BELOW
-    bar, progress = _tqdm_progress(total, "blocked Gibbs", progress_bar)
-    try:
+    with progress_callback(total, "blocked Gibbs", progress_bar) as progress:
         result = sample_chunked(build_mil_kernel, config, problem,
                                 jax.random.split(jax.random.PRNGKey(seed), num_chains), num_warmup=num_warmup,
                                 num_sampling_sweeps=num_samples * thinning, observe=mil_draw, thinning=thinning,
                                 chunk=CHUNK, chain_method=chain_method, progress=progress,
                                 compiler_options=FAST_COMPILE_OPTIONS if fast_compile else None)
-    finally:
-        bar.close()
     positions, stats = result.draws
     return positions, stats, result.last.state
 
