@@ -26,8 +26,8 @@ from .driver import optimize_chunked
 from .topic_vi import (TopicVIState, cavi_iteration, dirichlet_expected_log, elbo, init_batched,
                        log_multinomial_coefficient, sparse_counts)
 
-__all__ = ["HDPState", "stick_weights", "stick_proportions", "beta_objective", "optimize_sticks", "hdp_iteration",
-           "hdp_elbo", "fit_stick_breaking", "STICK_LOGIT_BOUND"]
+__all__ = ["HDPState", "stick_weights", "stick_proportions", "uniform_stick_logits", "beta_objective",
+           "optimize_sticks", "hdp_iteration", "hdp_elbo", "fit_stick_breaking", "STICK_LOGIT_BOUND"]
 
 #: logits are kept in [-B, B] so that u and 1 - u stay representable (beta_k >= ~1e-13 per break).
 STICK_LOGIT_BOUND = 30.0
@@ -51,6 +51,20 @@ def stick_weights(stick_logits: jnp.ndarray) -> jnp.ndarray:
     log_rest = jax.nn.log_sigmoid(-stick_logits)
     log_beta = jnp.concatenate([log_u, jnp.zeros(1)]) + jnp.concatenate([jnp.zeros(1), jnp.cumsum(log_rest)])
     return jnp.exp(log_beta)
+
+
+def uniform_stick_logits(n_topics: int) -> jnp.ndarray:
+    """Stick logits (K-1,) of the uniform beta = 1/K: u_k = 1 / (K - k + 1), k = 1..K-1.
+
+    The initial beta of the fit.  Starting at the prior mean of the sticks instead (u_k = E u = 1/(1+alpha), the
+    geometric beta_k = 2^-k for alpha = 1) gives the last factors alpha_pi beta_k ~ 1e-6 at K = 20: a factor's
+    E log pi_ik ~ -1/(alpha_pi beta_k) in every document that does not use it, and the beta step (its objective
+    taken at fixed q(pi)) can then only grow beta_k by ~ I / (I - I_k) per iteration, so such factors stay
+    switched off as a prior for tens of iterations while documents use them (bad held-out predictions).  Wang,
+    Paisley & Blei (2011, onlinehdp.py; gensim HdpModel: var_sticks[1] = T-1..1) start the same way, at E beta = 1/T."""
+    k = jnp.arange(1, n_topics, dtype=jnp.float64)
+    u = 1.0 / (n_topics - k + 1.0)
+    return jnp.log(u) - jnp.log1p(-u)
 
 
 def beta_objective(stick_logits: jnp.ndarray, sum_log_pi: jnp.ndarray, n_docs: int | jnp.ndarray,
@@ -144,7 +158,7 @@ def _hdp_chunk_batched(state, modalities, etas, alpha_pi, log_coefficient, stick
 
 def fit_stick_breaking(keys: jax.Array, dense_modalities: Sequence[np.ndarray], n_topics: int,
                        etas: Sequence[jnp.ndarray], alpha_pi: float, stick_prior: dist.Distribution, *,
-                       init_stick_logits: jnp.ndarray, optimize_beta: bool = True, max_iter: int = 200,
+                       init_stick_logits: jnp.ndarray | None = None, optimize_beta: bool = True, max_iter: int = 200,
                        tol: float = 1e-6, local_steps: int = 3, beta_steps: int = 25,
                        beta_learning_rate: float = 0.05, chunk: int = 10, seed_docs_per_factor: int = 2,
                        progress: Callable | None = None, progress_bar: bool = False) -> tuple[HDPState, np.ndarray]:
@@ -152,6 +166,7 @@ def fit_stick_breaking(keys: jax.Array, dense_modalities: Sequence[np.ndarray], 
 
     ``stick_prior`` is the distribution of each stick proportion u_k (the program's ``sticks`` site, e.g.
     Beta(1, alpha)); any scalar distribution on (0, 1) works since beta is optimized by gradient.
+    ``init_stick_logits`` (K-1,): the starting beta; None: uniform (``uniform_stick_logits``).
     With ``optimize_beta=False`` beta stays at ``init_stick_logits`` (then this is MoM-LDA with a = alpha_pi beta).
     Chunks and ``progress`` as in ``topic_vi.fit_mean_field``.
     Returns the final state (leading axis C) and the ELBO trace (C, iterations)."""
@@ -161,6 +176,8 @@ def fit_stick_breaking(keys: jax.Array, dense_modalities: Sequence[np.ndarray], 
     modalities = tuple(sparse_counts(d) for d in dense)
     etas = tuple(jnp.asarray(e, dtype=jnp.float64) for e in etas)
     alpha_pi = jnp.asarray(alpha_pi, dtype=jnp.float64)
+    if init_stick_logits is None:
+        init_stick_logits = uniform_stick_logits(n_topics)
     logits0 = jnp.asarray(init_stick_logits, dtype=jnp.float64).reshape(n_topics - 1)
     conc0 = alpha_pi * stick_weights(logits0)
     log_coefficient = jnp.asarray(log_multinomial_coefficient(dense_modalities))

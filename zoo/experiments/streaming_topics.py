@@ -79,7 +79,6 @@ def _newsgroups(seed: int = 0):
 
 def _zoo_fit(train: dict, hdp: bool, passes: int, eta: float, alpha: float):
     """zoo's SVI on the modalities ``train`` (name -> (I, V) counts); returns (phi_words, prior, run)."""
-    import jax.numpy as jnp
     import numpyro.distributions as dist
 
     from zoo.inference import stick_breaking_vi as sbvi
@@ -89,7 +88,7 @@ def _zoo_fit(train: dict, hdp: bool, passes: int, eta: float, alpha: float):
                   kappa=KAPPA, local_steps=50, local_tol=1e-3)
     if hdp:
         run = run_stochastic_vi(train, hdp=True, alpha_pi=1.0, stick_prior=dist.Beta(1.0, 1.0),
-                                init_stick_logits=jnp.zeros(K - 1), **common)
+                                init_stick_logits=sbvi.uniform_stick_logits(K), **common)
         prior = 1.0 * np.asarray(sbvi.stick_weights(run.state.stick_logits[0]))
     else:
         run = run_stochastic_vi(train, hdp=False, prior_concentration=np.full(K, alpha), **common)
@@ -112,7 +111,7 @@ def _zoo_batch_fit(train: np.ndarray, hdp: bool, passes: int, eta: float, alpha:
     def fit(n_iter):
         if hdp:
             return sbvi.fit_stick_breaking(keys, [train], K, etas, 1.0, dist.Beta(1.0, 1.0),
-                                           init_stick_logits=jnp.zeros(K - 1), max_iter=n_iter, tol=0.0,
+                                           init_stick_logits=sbvi.uniform_stick_logits(K), max_iter=n_iter, tol=0.0,
                                            local_steps=3, chunk=1)
         return tv.fit_mean_field(keys, [train], K, jnp.full(K, alpha), etas, max_iter=n_iter, tol=0.0,
                                  local_steps=3, chunk=1)

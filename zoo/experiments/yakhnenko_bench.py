@@ -114,7 +114,7 @@ def bench_topics(fast: bool = False) -> dict:
                                      progress_bar=False)
     lam = np.asarray(lda_state.lambdas[0][0])
     out["zoo_lda_perplexity"] = _completion_perplexity(lam, np.ones(k), test)
-    hdp_state, _ = sbvi.fit_stick_breaking(keys, [train], k, etas, 1.0, prior, init_stick_logits=jnp.zeros(k - 1),
+    hdp_state, _ = sbvi.fit_stick_breaking(keys, [train], k, etas, 1.0, prior, init_stick_logits=sbvi.uniform_stick_logits(k),
                                            max_iter=passes, tol=0.0, progress_bar=False)
     beta = np.asarray(sbvi.stick_weights(hdp_state.stick_logits[0]))
     out["zoo_hdp_perplexity"] = _completion_perplexity(np.asarray(hdp_state.topic.lambdas[0][0]), beta, test)

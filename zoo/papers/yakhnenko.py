@@ -307,8 +307,9 @@ def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
     k, alpha_pi = spec.options["truncation"], spec.options["alpha_pi"]
     stick_prior = _check_stick_prior(spec.priors["sticks"])
     if fixed_beta is None:
-        mean = spec.priors["sticks"].mean if k > 1 else jnp.asarray(0.5)
-        u0 = jnp.clip(jnp.broadcast_to(mean, (k - 1,)), 1e-6, 1 - 1e-6)
+        # beta starts uniform (sbvi.uniform_stick_logits), not at the sticks' prior mean: a geometric start leaves
+        # the last factors' alpha_pi beta_k ~ 2^-k, which the beta step recovers from only over tens of iterations
+        u0 = jax.nn.sigmoid(sbvi.uniform_stick_logits(k))
     else:
         fixed = np.asarray(fixed_beta, dtype=np.float64)
         if fixed.shape != (k,) or np.any(fixed <= 0) or not np.isclose(fixed.sum(), 1.0):

@@ -164,9 +164,8 @@ def fit_stochastic_vi(spec, data, seed=0, num_chains=1, batch_size=256, passes=1
     k = kwargs["n_topics"]
     if hdp:
         stick_prior = yh._check_stick_prior(spec.priors["sticks"])
-        u0 = jnp.clip(jnp.broadcast_to(stick_prior.mean if k > 1 else 0.5, (k - 1,)), 1e-6, 1 - 1e-6)
         kwargs.update(alpha_pi=spec.options["alpha_pi"], stick_prior=stick_prior,
-                      init_stick_logits=jnp.log(u0) - jnp.log1p(-u0))
+                      init_stick_logits=sbvi.uniform_stick_logits(k))      # beta = 1/K (as stick_breaking_vi)
     else:
         kwargs.update(prior_concentration=jnp.asarray(dirichlet_concentration(spec.priors["pi"], k, "pi")))
     total = opts["passes"] * -(-corpus.n_docs // min(opts["batch_size"], corpus.n_docs))
