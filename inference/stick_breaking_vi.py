@@ -27,7 +27,8 @@ from .topic_vi import (TopicVIState, cavi_iteration, dirichlet_expected_log, elb
                        log_multinomial_coefficient, sparse_counts)
 
 __all__ = ["HDPState", "stick_weights", "stick_proportions", "uniform_stick_logits", "beta_objective",
-           "optimize_sticks", "hdp_iteration", "hdp_elbo", "fit_stick_breaking", "STICK_LOGIT_BOUND"]
+           "optimize_sticks", "hdp_iteration", "hdp_elbo", "fit_stick_breaking", "hdp_chunk_batched",
+           "STICK_LOGIT_BOUND"]
 
 #: logits are kept in [-B, B] so that u and 1 - u stay representable (beta_k >= ~1e-13 per break).
 STICK_LOGIT_BOUND = 30.0
@@ -151,7 +152,7 @@ def _hdp_chunk(state: HDPState, modalities, etas, alpha_pi, log_coefficient, sti
 
 @functools.partial(jax.jit, static_argnames=("local_steps", "beta_steps", "beta_learning_rate", "optimize_beta",
                                              "chunk"))
-def _hdp_chunk_batched(state, modalities, etas, alpha_pi, log_coefficient, stick_prior, **static):
+def hdp_chunk_batched(state, modalities, etas, alpha_pi, log_coefficient, stick_prior, **static):
     """``chunk`` iterations of every restart (leading axis of ``state``); jitted once per shape and prior family."""
     return jax.vmap(lambda s: _hdp_chunk(s, modalities, etas, alpha_pi, log_coefficient, stick_prior, **static))(state)
 
@@ -186,6 +187,6 @@ def fit_stick_breaking(keys: jax.Array, dense_modalities: Sequence[np.ndarray], 
     state = HDPState(topic, jnp.broadcast_to(logits0, (keys.shape[0],) + logits0.shape))
     static = dict(local_steps=local_steps, beta_steps=beta_steps, beta_learning_rate=beta_learning_rate,
                   optimize_beta=optimize_beta, chunk=chunk)
-    return optimize_chunked(lambda s: _hdp_chunk_batched(s, modalities, etas, alpha_pi, log_coefficient,
+    return optimize_chunked(lambda s: hdp_chunk_batched(s, modalities, etas, alpha_pi, log_coefficient,
                                                          stick_prior, **static),
                             state, max_iter=max_iter, tol=tol, chunk=chunk, progress=progress)

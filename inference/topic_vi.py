@@ -27,7 +27,7 @@ from .driver import optimize_chunked
 __all__ = ["SparseCounts", "sparse_counts", "TopicVIState", "SuffStats", "dirichlet_expected_log", "e_step",
            "update_gamma", "update_lambda", "elbo", "elbo_explicit", "local_step", "cavi_iteration",
            "init_state", "infer_doc_topics", "token_topic_counts", "log_multinomial_coefficient",
-           "fit_mean_field"]
+           "fit_mean_field", "lda_chunk_batched"]
 
 
 class SparseCounts(NamedTuple):
@@ -257,7 +257,7 @@ def _lda_chunk(state: TopicVIState, modalities, prior_concentration, etas, log_c
 
 
 @functools.partial(jax.jit, static_argnames=("local_steps", "chunk"))
-def _lda_chunk_batched(state, modalities, prior_concentration, etas, log_coefficient, *, local_steps, chunk):
+def lda_chunk_batched(state, modalities, prior_concentration, etas, log_coefficient, *, local_steps, chunk):
     """``chunk`` iterations of every restart (leading axis of ``state``); jitted once per shape."""
     return jax.vmap(lambda s: _lda_chunk(s, modalities, prior_concentration, etas, log_coefficient,
                                          local_steps=local_steps, chunk=chunk))(state)
@@ -283,6 +283,6 @@ def fit_mean_field(keys: jax.Array, dense_modalities: Sequence[np.ndarray], n_to
     chunk = max(1, min(int(chunk), int(max_iter)))
 
     state = init_batched(keys, dense, n_topics, prior_concentration, etas, seed_docs_per_factor)
-    return optimize_chunked(lambda s: _lda_chunk_batched(s, modalities, prior_concentration, etas, log_coefficient,
+    return optimize_chunked(lambda s: lda_chunk_batched(s, modalities, prior_concentration, etas, log_coefficient,
                                                          local_steps=local_steps, chunk=chunk), state,
                             max_iter=max_iter, tol=tol, chunk=chunk, progress=progress)

@@ -125,11 +125,11 @@ def test_every_experiment_module_is_discovered():
 
 # ------------------------------------------------------------------------------------- experiment module shape
 EXPERIMENTS = pathlib.Path(__file__).resolve().parents[1] / "zoo" / "experiments"
-#: experiment modules whose run_* functions may still return something else than a dataclass (sbc.run_all: a dict)
-NOT_YET_DATACLASS_RUNS = ("sbc",)
+#: experiment modules whose run_* functions may still return something else than a dataclass (none left)
+NOT_YET_DATACLASS_RUNS = ()
 #: private names of other modules that experiments still use, each waiting for a public name from its owner
 #: (module, name); any other private call fails the test below
-KNOWN_PRIVATE = {("tv", "_lda_chunk_batched"), ("sbvi", "_hdp_chunk_batched")}    # yakhnenko_bench
+KNOWN_PRIVATE = set()
 
 
 def _sources():

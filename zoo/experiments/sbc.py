@@ -26,12 +26,13 @@ from __future__ import annotations
 import functools
 import pathlib
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from zoo.sbc import SBCResult, plot_ecdf_difference, run_sbc, sbc_table
 
-__all__ = ["kueck04_sbc", "gustafson07_sbc", "explain", "run_all", "reproduce", "PROTOCOL", "FULL", "FAST"]
+__all__ = ["kueck04_sbc", "gustafson07_sbc", "explain", "SBCRun", "run_all", "reproduce", "PROTOCOL", "FULL", "FAST"]
 
 #: what each row's protocol is (the table's "why" column; the verdicts' explanations are in the report notes)
 PROTOCOL = {
@@ -276,9 +277,15 @@ def _with_protocol(result: SBCResult, key: str) -> SBCResult:
     return result
 
 
-def run_all(fast: bool = False) -> dict:
-    """row key -> SBCResult (or the reason it was not run): the 14 model ids with their default methods and the
-    generic NUTS on the shrinkage mixture."""
+@dataclass
+class SBCRun:
+    """One SBC run of every row: ``rows`` maps a row key (model id, or ``"<id> [method]"`` for a generic method)
+    to its ``SBCResult`` or, for a row that was not run, the reason."""
+    rows: dict
+
+
+def run_all(fast: bool = False) -> SBCRun:
+    """The 14 model ids with their default methods and the generic NUTS on the shrinkage mixture."""
     from zoo.experiments import sbc_models as other
     settings = FAST if fast else FULL
     results = {}
@@ -304,7 +311,7 @@ def run_all(fast: bool = False) -> dict:
     else:
         results["carbonetto03.shrinkage_mixture [nuts]"] = _with_protocol(
             other.nuts_mixture_sbc(**settings["nuts"]), "nuts")
-    return results
+    return SBCRun(results)
 
 
 def reproduce(out_dir: pathlib.Path, fast: bool = False):
@@ -315,7 +322,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
                                 "Säilynoja et al. 2022)")
     t0 = time.perf_counter()
     settings = FAST if fast else FULL
-    results = run_all(fast)
+    results = run_all(fast).rows
     header = ["model", "method", "kind", "sims", "draws", "quantities", "worst quantity", "min p (ECDF)",
               "min p (chi2)", "verdict (Bonferroni, alpha = 0.01)", "why"]
     items = [Table("SBC of every model id", header, sbc_table(results),

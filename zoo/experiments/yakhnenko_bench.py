@@ -81,18 +81,18 @@ def bench_topics(fast: bool = False) -> dict:
     # zoo LDA: one pass = one chunk of 1 iteration (local_steps=3) of the jitted loop
     state = tv.init_batched(keys, [train], k, jnp.ones(k), etas, 2)
     t0 = time.perf_counter()
-    jax.block_until_ready(tv._lda_chunk_batched(state, mods, jnp.ones(k), etas, coef, local_steps=3, chunk=1))
+    jax.block_until_ready(tv.lda_chunk_batched(state, mods, jnp.ones(k), etas, coef, local_steps=3, chunk=1))
     out["zoo_lda_compile_s"] = time.perf_counter() - t0
     out["zoo_lda_pass_s"] = timeit_best(lambda: jax.block_until_ready(
-        tv._lda_chunk_batched(state, mods, jnp.ones(k), etas, coef, local_steps=3, chunk=1)), repeats=7)
+        tv.lda_chunk_batched(state, mods, jnp.ones(k), etas, coef, local_steps=3, chunk=1)), repeats=7)
     hstate = sbvi.HDPState(state, jnp.zeros((1, k - 1)))
     prior = dist.Beta(1.0, 1.0)
     static = dict(local_steps=3, beta_steps=25, beta_learning_rate=0.05, optimize_beta=True, chunk=1)
     t0 = time.perf_counter()
-    jax.block_until_ready(sbvi._hdp_chunk_batched(hstate, mods, etas, jnp.asarray(1.0), coef, prior, **static))
+    jax.block_until_ready(sbvi.hdp_chunk_batched(hstate, mods, etas, jnp.asarray(1.0), coef, prior, **static))
     out["zoo_hdp_compile_s"] = time.perf_counter() - t0
     out["zoo_hdp_pass_s"] = timeit_best(lambda: jax.block_until_ready(
-        sbvi._hdp_chunk_batched(hstate, mods, etas, jnp.asarray(1.0), coef, prior, **static)), repeats=7)
+        sbvi.hdp_chunk_batched(hstate, mods, etas, jnp.asarray(1.0), coef, prior, **static)), repeats=7)
 
     # scikit-learn batch LDA: one pass = fit with max_iter=1 (its E-step iterates each document to convergence)
     def sk_model(n_iter):
