@@ -33,16 +33,8 @@ def _completion_perplexity(phi: np.ndarray, alpha: np.ndarray, test_words: np.nd
     import jax.numpy as jnp
 
     from zoo.inference import topic_vi as tv
-    rng = np.random.default_rng(seed)
-    observed, held = np.zeros_like(test_words, dtype=float), np.zeros_like(test_words, dtype=float)
-    for i, row in enumerate(test_words.astype(int)):
-        tokens = np.repeat(np.arange(row.size), row)
-        if tokens.size < 2:
-            continue
-        rng.shuffle(tokens)
-        half = tokens.size // 2
-        np.add.at(observed[i], tokens[:half], 1.0)
-        np.add.at(held[i], tokens[half:], 1.0)
+    from zoo.papers.yakhnenko_svi import split_tokens
+    observed, held = split_tokens(test_words, seed)
     keep = observed.sum(1) > 0
     observed, held = observed[keep], held[keep]
     phi = np.clip(phi / phi.sum(1, keepdims=True), 1e-300, None)
