@@ -26,7 +26,6 @@ The methods and their choices: ``zoo.leaderboard_methods``; Corel5k: ``zoo.leade
 from __future__ import annotations
 
 import sys
-import time
 import types
 from typing import NamedTuple
 
@@ -34,7 +33,7 @@ import numpy as np
 
 from zoo.data.containers import AnnotatedRegions
 from zoo.leaderboard_corel import corel5k_leaderboard, corel5k_split
-from zoo.leaderboard_methods import FAST_METHODS, METHODS, Scores, Settings
+from zoo.leaderboard_methods import FAST_METHODS, METHODS, Scores, Settings, timed_row
 
 __all__ = ["Scores", "Split", "make_split", "evaluate", "tie_accuracy", "METHODS", "FAST_METHODS", "leaderboard",
            "summarize", "markdown_table", "table_rows", "plot_leaderboard", "msrc_regions", "corel5k_split",
@@ -234,14 +233,9 @@ def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False
         split = make_split(data, seed, test_fraction)
         for name in todo:
             family, run = METHODS[name]
-            row = {"dataset": label, "method": name, "family": family, "split": seed, "error": ""}
-            t0 = time.perf_counter()
-            try:
-                row.update(evaluate(run(split.train, split.blind, Settings(seed, fast, split.mean, split.scale)),
-                                    split))
-            except Exception as err:  # reported in the table, never silently dropped
-                row.update({m: float("nan") for m in METRICS[:-1]}, error=f"{type(err).__name__}: {err}"[:200])
-            row["fit_s"] = time.perf_counter() - t0
+            settings = Settings(seed, fast, split.mean, split.scale)
+            row = timed_row({"dataset": label, "method": name, "family": family, "split": seed, "error": ""},
+                            lambda: evaluate(run(split.train, split.blind, settings), split), METRICS[:-1])
             rows.append(row)
             if sink is not None:
                 sink(row)

@@ -7,11 +7,10 @@ inner validation (``select_by_inner_p5``: 20 % of the TRAINING images held out, 
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
-from zoo.leaderboard_methods import HDP_DEFAULT, LDA_DEFAULT, MOM_GRIDS, best_by_elbo, fit_topics
+from zoo.leaderboard_methods import HDP_DEFAULT, LDA_DEFAULT, MOM_GRIDS, best_by_elbo, fit_topics, timed_row
 
 __all__ = ["corel5k_split", "corel5k_leaderboard", "corel5k_methods", "precision_recall_at_5", "select_by_inner_p5",
            "INNER_GRIDS"]
@@ -134,13 +133,8 @@ def corel5k_leaderboard(splits: int = 5, fast: bool = False, log=print, models=N
             family, run = table[name]
             row = {"dataset": "corel5k", "method": name, "split": seed, "error": "", "family": family,
                    **{m: float("nan") for m in METRICS}}
-            t0 = time.perf_counter()
-            try:
-                row["P@5"], row["R@5"] = precision_recall_at_5(run(train, visual, seed), captions, sizes)
-            except Exception as err:  # reported in the table
-                row["error"] = f"{type(err).__name__}: {err}"[:200]
-            row["fit_s"] = time.perf_counter() - t0
-            rows.append(row)
+            rows.append(timed_row(row, lambda: dict(zip(("P@5", "R@5"), precision_recall_at_5(
+                run(train, visual, seed), captions, sizes))), ("P@5", "R@5")))
             if sink is not None:
                 sink(row)
             log(f"leaderboard corel5k split {seed} {name}: P@5 {row['P@5']:.3f} ({row['fit_s']:.1f} s)"

@@ -12,6 +12,7 @@ pairs where a choice is made:
 """
 from __future__ import annotations
 
+import time
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from zoo import baselines as bl
 
 __all__ = ["Scores", "Settings", "METHODS", "FAST_METHODS", "CHEAP_METHODS", "MOM_GRIDS", "best_by_elbo",
-           "fit_topics"]
+           "fit_topics", "timed_row"]
 
 
 class Scores(NamedTuple):
@@ -35,6 +36,18 @@ class Settings(NamedTuple):
     fast: bool
     mean: np.ndarray | None = None
     scale: np.ndarray | None = None
+
+
+def timed_row(row: dict, measure: Callable[[], dict], metrics) -> dict:
+    """``row`` updated with ``measure()``'s metrics and ``fit_s`` (wall seconds). A method that raises keeps its
+    row (never silently dropped): every name of ``metrics`` nan and the error in ``row["error"]``."""
+    t0 = time.perf_counter()
+    try:
+        row.update(measure())
+    except Exception as err:  # reported in the table
+        row.update({m: float("nan") for m in metrics}, error=f"{type(err).__name__}: {err}"[:200])
+    row["fit_s"] = time.perf_counter() - t0
+    return row
 
 
 LDA_DEFAULT, HDP_DEFAULT = dict(n_topics=20, alpha=1.0), dict(truncation=20, alpha_pi=1.0)
