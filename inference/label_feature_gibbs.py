@@ -45,7 +45,7 @@ from zoo.inference.label_feature_flips import delta_collapsed_flip_step, feature
 from zoo.inference.label_feature_joint import joint_flip_relabel_step
 from zoo.inference.label_feature_moves import alpha_step, delta_omega_step, label_step, omega_step
 from zoo.inference.label_feature_state import (BetaMixture, GibbsState, RegionProblem, SweepInfo, concept_masks_of,
-                                               concept_suffstats)
+                                               concept_suffstats, label_log_prior)
 from zoo.inference.linalg import cholesky
 
 # the moves and types are re-exported: ``zoo.inference.label_feature_gibbs`` is the sampler's one entry point
@@ -125,7 +125,8 @@ def label_proba_sum(state: GibbsState, info: SweepInfo) -> jnp.ndarray:
 
 
 def initial_labels(problem: RegionProblem, key):
-    """Labels satisfying the coverage constraint: each keyword on a distinct random segment, the rest uniform on S_i."""
+    """Labels satisfying the coverage constraint: each keyword on a distinct random segment, the rest from the label
+    prior on S_i (``label_log_prior``; uniform at garbage weight 1)."""
     n, n_concepts = problem.allowed.shape
     n_images, n_slots = problem.image_slots.shape
     valid = problem.image_slots >= 0
@@ -135,7 +136,8 @@ def initial_labels(problem: RegionProblem, key):
     kw = problem.keyword_mask
     kw_sorted = jnp.argsort(~kw, axis=1, stable=True)                 # keyword ids first
     n_kw = kw.sum(1)
-    rest = jax.random.categorical(k_rest, jnp.where(problem.allowed, 0.0, -jnp.inf))  # (n,)
+    rest = jax.random.categorical(k_rest, jnp.where(problem.allowed, label_log_prior(problem, n_concepts),
+                                                    -jnp.inf))  # (n,)
     safe = jnp.where(valid, problem.image_slots, 0)
     forced = jnp.take_along_axis(kw_sorted, jnp.minimum(rank, n_concepts - 1), axis=1)
     y_slot = jnp.where(rank < n_kw[:, None], forced, rest[safe])

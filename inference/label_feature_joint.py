@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from zoo.inference.collapsed_niw import gaussian_logpdf_masked, masked_cholesky
 from zoo.inference.label_feature_flips import free_log_target
 from zoo.inference.label_feature_state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
-                                               forced_units, free_rows, unit_images)
+                                               forced_units, free_rows, label_log_prior, unit_images)
 from zoo.inference.linalg import cholesky
 from zoo.inference.niw_predictive import (cache_log_predictive_loo, cache_shift_entries, concept_normalizer_table,
                                           predictive_cache)
@@ -103,6 +103,7 @@ def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsSt
     X_t, image_t, allowed_t = problem.X[order], image[order], problem.allowed[order]
     cond_t = jnp.stack([cond_old[order], cond_new[order]], axis=1)                     # (n, 2, K+1)
     gumbel = jax.random.gumbel(k_loop, (n, n_concepts))
+    log_prior = label_log_prior(problem, n_concepts)     # garbage weight w; it does not cancel in the ratio
 
     def relabel(t, c_old, y, carry):
         # unit order[t] leaves concept c_old for y: rank-one moves of the entries of both concepts under M, and
@@ -124,7 +125,7 @@ def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsSt
         pred = cache_log_predictive_loo(cache, X_t[t], concept_of == c_old, normalizer)
         # log Pr(Y_u = c | o_t, M) (row 0) and under M' (row 1): the predictive times the irrelevant features'
         # conditional, both normalized in one pass
-        logits = jnp.stack([pred[:n_concepts], pred[new_entry]]) + cond_t[t]
+        logits = jnp.stack([pred[:n_concepts], pred[new_entry]]) + cond_t[t] + log_prior
         lp = jax.nn.log_softmax(jnp.where(allowed_now, logits, -jnp.inf), axis=-1)
         y = jnp.argmax(lp[1] + gumbel[t]).astype(Y.dtype)   # Gumbel-max draw from the M' conditional
         # most draws keep the label: then nothing changes (a real branch where the chain is not vmapped)

@@ -13,7 +13,8 @@ from zoo.inference.collapsed_niw import (concept_delta_terms, concept_niw_prior,
                                          inverse_wishart_log_density, masked_cholesky, masked_matrix,
                                          niw_log_marginal, niw_posterior, sample_beta, sample_masked_inverse_wishart,
                                          sample_niw_masked, suffstats)
-from zoo.inference.label_feature_state import GibbsState, RegionProblem, concept_masks_of, concept_suffstats
+from zoo.inference.label_feature_state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
+                                               label_log_prior)
 from zoo.inference.linalg import cho_solve, cholesky, solve_lower_transpose, spd_inverse
 
 __all__ = ["label_step", "temporary_concept_params", "unit_concept_loglik", "sample_labels_constrained",
@@ -103,8 +104,10 @@ def unit_concept_loglik(X, masks, mu, Sigma, delta, Omega, shared_mask=False):
 
 def sample_labels_constrained(problem, Y, loglik, key):
     """Sequential Gibbs over the segments of each image (images in parallel) from eq. 1 restricted to S_i and to
-    the coverage constraint given the image's other labels. Returns (Y, proba (n, K+1))."""
+    the coverage constraint given the image's other labels, with the label prior (``label_log_prior``: garbage
+    weight w, each keyword 1). Returns (Y, proba (n, K+1))."""
     n, n_concepts = loglik.shape
+    log_prior = label_log_prior(problem, n_concepts)
     n_images, n_slots = problem.image_slots.shape
     slots_valid = problem.image_slots >= 0
     safe = jnp.where(slots_valid, problem.image_slots, 0)
@@ -119,7 +122,7 @@ def sample_labels_constrained(problem, Y, loglik, key):
         needed = problem.keyword_mask & (others < 0.5)       # a keyword only this segment covers
         must = needed.any(-1, keepdims=True)
         allowed_now = jnp.where(must, needed, problem.allowed[u])
-        logits = jnp.where(allowed_now, loglik[u], -jnp.inf)
+        logits = jnp.where(allowed_now, loglik[u] + log_prior, -jnp.inf)   # eq. 1: prior x likelihood
         proba = jax.nn.softmax(logits, axis=-1)
         y_new = jax.random.categorical(k, logits, axis=-1).astype(Y.dtype)
         y_new = jnp.where(valid, y_new, Y[u])
@@ -141,9 +144,11 @@ def label_step(problem: RegionProblem, variant: str, state: GibbsState, key):
     masks = concept_masks_of(variant, state.M)
     loglik = unit_concept_loglik(problem.X, masks, mu, Sigma, state.delta, state.Omega,
                                  shared_mask=variant != "cvfs")
-    # pointwise log-likelihood for az.loo: the S_i-uniform mixture (lambda uniform, Sec. 3)
-    n_allowed = problem.allowed.sum(-1)
-    unit_loglik = logsumexp(jnp.where(problem.allowed, loglik, -jnp.inf), axis=-1) - jnp.log(n_allowed)
+    # pointwise log-likelihood for az.loo: the mixture over S_i with the label prior's weights (w = 1: uniform,
+    # lambda fixed uniform, Sec. 3)
+    log_prior = label_log_prior(problem, loglik.shape[1])
+    unit_loglik = (logsumexp(jnp.where(problem.allowed, loglik + log_prior, -jnp.inf), axis=-1)
+                   - logsumexp(jnp.where(problem.allowed, log_prior, -jnp.inf), axis=-1))
     Y, proba = sample_labels_constrained(problem, state.Y, loglik, k_lab)
     return state._replace(Y=Y, label_proba=proba, unit_loglik=unit_loglik), None
 

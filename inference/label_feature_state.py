@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
 
 __all__ = ["BetaMixture", "RegionProblem", "GibbsState", "SweepInfo", "concept_suffstats", "concept_masks_of",
-           "free_rows", "rows_to_M", "unit_images", "forced_units"]
+           "free_rows", "rows_to_M", "unit_images", "forced_units", "label_log_prior"]
 
 
 class BetaMixture(NamedTuple):
@@ -36,7 +36,9 @@ class RegionProblem(NamedTuple):
     omega_steps: Metropolis-Hastings steps of Omega with delta integrated out per sweep (CVFS, ``omega_step``;
     0 = none); omega_dof: degrees of freedom of its inverse-Wishart random-walk proposal (larger = smaller steps);
     joint_moves: joint moves of one indicator and the labels it affects per sweep (``joint_flip_relabel_step``);
-    joint_pick_prior: the pseudo-acceptances a of the joint moves' indicator weights (accepted + a) / (tried + 1).
+    joint_pick_prior: the pseudo-acceptances a of the joint moves' indicator weights (accepted + a) / (tried + 1);
+    garbage_log_weight: log w of the label prior Pr(Y_ij = y) proportional to w for y = 0 (garbage) and to 1 for
+    each other concept of S_i (0 = the paper's uniform prior over S_i, Sec. 3; ``label_log_prior``).
     """
     X: jnp.ndarray
     allowed: jnp.ndarray
@@ -55,6 +57,7 @@ class RegionProblem(NamedTuple):
     omega_dof: jnp.ndarray = 100.0
     joint_moves: jnp.ndarray = 0
     joint_pick_prior: jnp.ndarray = 0.1
+    garbage_log_weight: jnp.ndarray = 0.0
 
 
 class GibbsState(NamedTuple):
@@ -87,6 +90,13 @@ def concept_suffstats(X, Y, n_concepts):
     """Per-concept (count (K+1,), total (K+1, p), scatter (K+1, p, p)) of the units labelled k."""
     onehot = jax.nn.one_hot(Y, n_concepts, dtype=X.dtype)
     return onehot.sum(0), onehot.T @ X, jnp.einsum("nk,ni,nj->kij", onehot, X, X)
+
+
+def label_log_prior(problem: RegionProblem, n_concepts: int) -> jnp.ndarray:
+    """(K+1,) unnormalized log prior of one label: log w for the garbage concept 0, 0 for every keyword concept.
+    Restricted to S_i (and to the coverage constraint) it is the label prior of every update; w = 1 (log w = 0)
+    is the paper's uniform prior over S_i ("lambda fixed uniform", Sec. 3)."""
+    return jnp.zeros(n_concepts).at[0].set(problem.garbage_log_weight)
 
 
 def concept_masks_of(variant: str, M: jnp.ndarray) -> jnp.ndarray:

@@ -3,7 +3,8 @@
 Three NumPyro programs in one (``variant`` = "full", "fs", "cvfs") over units = image segments:
 
 - labels ``Y`` (n,) in {0..K} (0 = garbage), uniform over S_i = {0} u keywords(i) (Sec. 3: lambda fixed uniform),
-  with the coverage constraint Y_i in C_i (every keyword of image i labels at least one of its segments) as a
+  or, with ``garbage_weight`` = w != 1, Pr(Y = 0) proportional to w and each keyword of S_i to 1 (not in the
+  paper: the garbage-class prior as a choice, ``label_prior_probs``), with the coverage constraint Y_i in C_i (every keyword of image i labels at least one of its segments) as a
   0/-inf factor;
 - inclusion indicators ``M``: FULL none (all features relevant); FS one vector (p,) shared by all concepts, uniform
   prior (Sec. 4); CVFS one row per keyword (K, p) with pi(M | alpha) = prod_j alpha_j^{M.j}(1-alpha_j)^{K+1-M.j}
@@ -23,10 +24,12 @@ in ``zoo.inference.label_feature_gibbs`` targets it.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
@@ -40,7 +43,7 @@ from zoo.inference.collapsed_niw import (ConceptPrior, collapsed_concept_log_den
 __all__ = ["VARIANTS", "ConceptPrior", "DeltaOmegaPrior", "FeatureSelectionNormal", "feature_selection_model",
            "concept_masks", "coverage_ok", "collapsed_log_density", "default_alpha_prior", "default_priors",
            "program_priors", "ConceptCovariance", "ConceptMean", "BackgroundCovariance", "BackgroundMean",
-           "PRIOR_SITES"]
+           "PRIOR_SITES", "label_prior_probs", "check_garbage_weight"]
 
 VARIANTS = ("full", "fs", "cvfs")
 
@@ -172,6 +175,23 @@ def program_priors(variant: str, priors=None, *, concept_prior: ConceptPrior | N
     return out
 
 
+def check_garbage_weight(garbage_weight, name: str = "garbage_weight") -> float:
+    """``garbage_weight`` as a float: a finite real number > 0 (ValueError naming ``name`` otherwise)."""
+    real = isinstance(garbage_weight, numbers.Real) and not isinstance(garbage_weight, (bool, np.bool_))
+    if not real or not math.isfinite(float(garbage_weight)) or not float(garbage_weight) > 0:
+        raise ValueError(f"{name}: the garbage label's prior weight must be a finite number > 0, "
+                         f"got {garbage_weight!r}")
+    return float(garbage_weight)
+
+
+def label_prior_probs(allowed, garbage_weight: float = 1.0) -> jnp.ndarray:
+    """(n, K+1) the label prior of each unit: weight ``garbage_weight`` (w) on concept 0 (garbage) and 1 on every
+    other concept of S_i (``allowed`` (n, K+1) bool), normalized; w = 1 is uniform over S_i (Sec. 3)."""
+    allowed = jnp.asarray(allowed, bool)
+    weights = allowed * jnp.ones(allowed.shape[-1]).at[0].set(garbage_weight)
+    return weights / weights.sum(-1, keepdims=True)
+
+
 def concept_masks(variant: str, M, n_concepts: int, p: int) -> jnp.ndarray:
     """The (K+1, p) 0/1 inclusion matrix of every concept (row 0 = garbage) from the variant's M."""
     if variant == "full":
@@ -251,7 +271,7 @@ class FeatureSelectionNormal(dist.Distribution):
 def feature_selection_model(allowed, image_index, keyword_mask, X=None, *, variant: str = "cvfs",
                             n_features: int | None = None, priors=None, delta=None, Omega=None,
                             concept_prior: ConceptPrior | None = None, delta_omega_prior: DeltaOmegaPrior | None = None,
-                            alpha_prior=None, inclusion_prior=None):
+                            alpha_prior=None, inclusion_prior=None, garbage_weight: float = 1.0):
     """The FULL / FS / CVFS joint density (Sec. 3-5).
 
     allowed (n, K+1) bool: S_i of each unit's image; image_index (n,) int; keyword_mask (I, K+1) bool (column 0
@@ -260,9 +280,12 @@ def feature_selection_model(allowed, image_index, keyword_mask, X=None, *, varia
     ``zoo.papers.gustafson07.program_kwargs`` passes a spec's); alpha is one alpha_j's prior (CVFS), M one M_j's
     (FS). delta (p,), Omega (p, p): fixed values (FULL/FS; CVFS samples them). concept_prior, delta_omega_prior,
     alpha_prior, inclusion_prior: older keywords for the same priors (``program_priors``).
+    garbage_weight: w of the label prior (``label_prior_probs``; 1 = the paper's uniform prior over S_i).
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant: {variant!r} is not one of {VARIANTS}")
+    if not isinstance(garbage_weight, jax.Array):      # a traced weight (under jit) is the caller's to check
+        garbage_weight = check_garbage_weight(garbage_weight)
     priors = program_priors(variant, priors, concept_prior=concept_prior, delta_omega_prior=delta_omega_prior,
                             alpha_prior=alpha_prior, inclusion_prior=inclusion_prior)
     allowed = jnp.asarray(allowed, bool)
@@ -286,7 +309,7 @@ def feature_selection_model(allowed, image_index, keyword_mask, X=None, *, varia
         Sigma = numpyro.sample("Sigma", priors["Sigma"].given(masks))
         mu = numpyro.sample("mu", priors["mu"].given(Sigma))
     with numpyro.plate("unit", n):
-        Y = numpyro.sample("Y", dist.Categorical(probs=allowed / allowed.sum(-1, keepdims=True)))
+        Y = numpyro.sample("Y", dist.Categorical(probs=label_prior_probs(allowed, garbage_weight)))
     numpyro.factor("coverage", jnp.where(coverage_ok(Y, image_index, keyword_mask), 0.0, -jnp.inf))
     with numpyro.plate("unit", n):
         numpyro.sample("X", FeatureSelectionNormal(masks[Y], mu[Y], Sigma[Y], delta, Omega), obs=X)

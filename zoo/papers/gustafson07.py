@@ -25,8 +25,8 @@ from zoo.data.containers import AnnotatedRegions
 from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.label_feature_gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
-from zoo.inference.label_feature_state import BetaMixture, RegionProblem
-from zoo.models.feature_selection import default_priors, feature_selection_model
+from zoo.inference.label_feature_state import BetaMixture, RegionProblem, label_log_prior
+from zoo.models.feature_selection import check_garbage_weight, default_priors, feature_selection_model
 from zoo.options import chain_method as check_chain_method
 from zoo.options import nonnegative_int, one_of, positive_int
 from zoo.progress import progress_callback
@@ -35,7 +35,7 @@ from zoo.registry import register_method, register_model
 from zoo.results import Fit, to_inference_data
 
 __all__ = ["RegionLabelPrediction", "RegionArrays", "RegionHyper", "region_arrays", "region_hyper", "region_problem",
-           "program_kwargs", "predict_labels", "GARBAGE"]
+           "program_kwargs", "predict_labels", "garbage_weight_of", "GARBAGE"]
 
 PAPER = "Gustafson, Thompson & de Freitas 2007"
 GARBAGE = "<garbage>"
@@ -123,12 +123,22 @@ def region_arrays(data: AnnotatedRegions, mean=None, scale=None) -> RegionArrays
 
 # ---------------------------------------------------------------------------------------------------- model specs
 
-def _build(variant: str):
-    """No options: every prior is a prior site (``zoo.models.feature_selection.PRIOR_SITES``; swap them with
+def _build(variant: str, garbage_weight: float = 1.0):
+    """One option, ``garbage_weight`` (w > 0, default 1): the label prior Pr(Y_ij = 0) proportional to w and to 1
+    for each keyword of S_i; w = 1 is the paper's uniform prior over S_i (Sec. 3, lambda fixed uniform); a w
+    chosen on training data: ``zoo.experiments.gustafson07_garbage.choose_garbage_weight``.
+    Every other prior is a prior site (``zoo.models.feature_selection.PRIOR_SITES``; swap them with
     ``priors=``): Sigma ~ ConceptCovariance(a_extra, v_scale), mu ~ ConceptMean(b) (all variants); M (FS, a
     Bernoulli per feature); alpha (CVFS, a Beta or a mixture of Betas), Omega ~ BackgroundCovariance(nu_extra,
     psi_scale), delta ~ BackgroundMean(kappa0) (CVFS)."""
-    return partial(feature_selection_model, variant=variant), dict(variant=variant), default_priors(variant)
+    w = check_garbage_weight(garbage_weight)
+    return (partial(feature_selection_model, variant=variant, garbage_weight=w),
+            dict(variant=variant, garbage_weight=w), default_priors(variant))
+
+
+def garbage_weight_of(spec) -> float:
+    """The spec's garbage weight w (1 for specs built before the option existed)."""
+    return float(spec.options.get("garbage_weight", 1.0))
 
 
 class RegionHyper(NamedTuple):
@@ -207,7 +217,8 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
         delta0=jnp.asarray(delta0), Omega0=jnp.asarray(Omega0),
         exact_delta_omega=jnp.asarray(bool(exact_delta_omega)), flips_per_sweep=jnp.asarray(int(flips_per_sweep)),
         systematic_scan=jnp.asarray(flip_scan == "systematic"), joint_moves=jnp.asarray(int(joint_moves)),
-        omega_steps=jnp.asarray(int(omega_steps)), omega_dof=jnp.asarray(float(omega_dof)))
+        omega_steps=jnp.asarray(int(omega_steps)), omega_dof=jnp.asarray(float(omega_dof)),
+        garbage_log_weight=jnp.asarray(np.log(garbage_weight_of(spec))))
 
 
 _MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to this many numbers
@@ -338,7 +349,8 @@ def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, 
     averaged over sweeps). Other regions get the posterior predictive, averaged over up to ``max_draws`` stored
     draws of (Y, M, delta, Omega): eq. 1 with (mu_k, Sigma_k) integrated out (a multivariate t per concept),
     restricted to S_i when ``use_keywords`` and the image has keywords, else over all K+1 concepts (Sec. 7
-    treats validation images as unannotated: ``use_keywords=False``).
+    treats validation images as unannotated: ``use_keywords=False``), times the label prior (garbage weight w,
+    each keyword 1: ``label_log_prior``).
     """
     if not isinstance(data, AnnotatedRegions):
         raise ValueError(f"data: expected AnnotatedRegions, got {type(data).__name__}")
@@ -368,7 +380,7 @@ def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, 
 
     Ys, Ms = take("Y", None), take("M", None)
     deltas, Omegas = take("delta", problem.delta0), take("Omega", problem.Omega0)
-    log_allowed = jnp.where(jnp.asarray(allowed), 0.0, -jnp.inf)
+    log_allowed = jnp.where(jnp.asarray(allowed), label_log_prior(problem, allowed.shape[1]), -jnp.inf)
 
     # a small prediction is mostly compile time: compile without XLA's backend optimization (see run_gibbs)
     small = pick.size * len(new.X) <= FAST_COMPILE_WORK
