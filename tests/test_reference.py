@@ -175,3 +175,34 @@ def test_check_sampler_suite_writes_table_json_and_plot(tmp_path):
     rows = json.loads((tmp_path / "check_sampler.json").read_text())
     assert {r["sampler"] for r in rows} == {"exact iid", "biased iid"} and rows[0]["dataset"] == "bench_tiny"
     assert (tmp_path / "check_sampler.png").stat().st_size > 0
+
+
+def test_build_records_command_and_checks_an_enumeration_against_a_sampler(monkeypatch):
+    """build() on an exact problem: meets_bar true, no ESS/r-hat, the default sampler run against the enumeration
+    (z in its own MCSE units: small for an exact sampler, large for a biased one), and the rebuild command."""
+    import zoo.reference_problems as rp
+    from zoo.reference import build
+    ref = zoo.reference("gustafson07.fs", "bench_tiny")
+    base = rp.problem("gustafson07.fs", "bench_tiny")
+
+    def exact():
+        return ({n: {"mean": ref.mean[n], "mcse": 0.0, "rhat": None, "ess": None} for n in ref.names},
+                {"kind": "enumeration", "states": 16384})
+
+    def factory(shift):
+        def make(chains, warmup):
+            run = _iid_sampler(shift)
+            return lambda seed, data, draws: run(np.array([0, seed]), data, draws)
+        return make
+    for shift, small in ((0.0, True), (0.05, False)):
+        fake = rp.Problem("gustafson07.fs", "bench_tiny", "test", base.data, base.quantities,
+                          {"iid": factory(shift)}, "iid", None, exact)
+        monkeypatch.setattr(rp, "problem", lambda m, d, fake=fake: fake)
+        built = build("gustafson07.fs", "bench_tiny", chains=4, warmup=0, draws=2000, save=False)
+        c = built.construction
+        assert c["kind"] == "enumeration" and c["meets_bar"] is True and c["min_ess"] is None
+        assert c["command"] == "zoo reference build gustafson07.fs --dataset bench_tiny --chains 4 --warmup 0 " \
+                               "--draws 2000"
+        assert c["cross_check"]["method"] == "iid" and c["cross_check"]["n_quantities"] == len(ref.names)
+        assert (c["cross_check"]["max_abs_z"] < 4.5) == small
+        assert built.mean == ref.mean and all(v == 0 for v in built.mcse.values())

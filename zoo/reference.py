@@ -9,7 +9,9 @@ CI) in one of two ways, recorded in its ``construction``:
 
 - ``"enumeration"``: the discrete space is small enough to sum over exactly (gustafson07.fs on ``bench_tiny``:
   every inclusion vector M (2^p) and every label vector of the unannotated units, with (delta, Omega) fixed as the
-  paper's FS does, eq. 10); the expectations are exact up to float64 rounding, ``mcse`` 0.
+  paper's FS does, eq. 10); the expectations are exact up to float64 rounding, ``mcse`` 0, ``meets_bar`` true.
+  The problem's default exact kernel is run against it (``chains`` x ``draws``) and ``construction["cross_check"]``
+  stores its largest |z| in units of that run's own MCSE.
 - ``"mcmc"``: ``chains`` independent chains (at least 10, seeds 0..chains-1 from ``seed``: the samplers' own
   dispersed initializations) of the zoo's exact kernel; per quantity the mean over all draws, its MCSE, the
   rank-normalized split r-hat and the bulk ESS (ArviZ; Vehtari et al. 2021). posteriordb's bar is r-hat < 1.01 and
@@ -20,6 +22,8 @@ CI) in one of two ways, recorded in its ``construction``:
   carbonetto03: NumPyro's NUTS with a dense mass matrix against zoo.fit's NUTS, both on the program with the
   labels summed out),
   and ``construction["cross_check"]`` stores its largest |z| = |difference| / sqrt(mcse_a^2 + mcse_b^2).
+
+Either way ``construction["command"]`` is the ``zoo reference build`` command line that rebuilds the file.
 
 File format (JSON, one file per reference: ``zoo/references/<model_id>__<dataset>.json``, shipped as package data)::
 
@@ -196,6 +200,8 @@ def from_summaries(model_id: str, dataset: str, description: str, summaries: Map
         construction["max_rhat"] = float(max(rhat)) if rhat else None
         construction["meets_bar"] = bool(construction.get("chains", 0) >= MIN_CHAINS and ess and rhat
                                          and min(ess) >= ESS_BAR and max(rhat) < RHAT_BAR)
+    elif construction.get("kind") == "enumeration":     # exact: no Monte Carlo error, beyond the r-hat/ESS bar
+        construction.update(min_ess=None, max_rhat=None, meets_bar=True)
     return Reference(model_id=model_id, dataset=dataset, description=description,
                      mean={n: s["mean"] for n, s in summaries.items()}, mcse={n: s["mcse"] for n, s in summaries.items()},
                      rhat={n: s["rhat"] for n, s in summaries.items()}, ess={n: s["ess"] for n, s in summaries.items()},
@@ -235,6 +241,14 @@ def build(model_id: str, dataset: str, *, chains: int = MIN_CHAINS, warmup: int 
     t0 = time.perf_counter()
     if prob.exact is not None:
         summaries, construction = prob.exact()
+        construction["seconds"] = round(time.perf_counter() - t0, 1)
+        if prob.default_sampler in prob.samplers:          # an exact kernel against the enumeration
+            check = prob.samplers[prob.default_sampler](chains=chains, warmup=warmup, **thin)
+            n = cross_check_draws or draws
+            second = summarize_draws(prob.quantities(check(seed + 1000, prob.data(), n)))
+            construction["cross_check"] = {"method": prob.default_sampler, "chains": chains, "warmup": warmup,
+                                           "draws": n, "seed": seed + 1000, "unit": "the sampler's own MCSE",
+                                           **cross_check(summaries, second)}
     else:
         data = prob.data()
         main = prob.samplers[prob.default_sampler](chains=chains, warmup=warmup, **thin)
@@ -246,12 +260,22 @@ def build(model_id: str, dataset: str, *, chains: int = MIN_CHAINS, warmup: int 
             second = summarize_draws(prob.quantities(other(seed + 1000, data, cross_check_draws or draws)))
             construction["cross_check"] = {"method": prob.cross_sampler, "draws": cross_check_draws or draws,
                                            "seed": seed + 1000, **cross_check(summaries, second)}
-    construction["seconds"] = round(time.perf_counter() - t0, 1)
+    construction.setdefault("seconds", round(time.perf_counter() - t0, 1))
+    construction["command"] = _command(model_id, dataset, chains, warmup, draws, cross_check_draws, thinning)
     ref = from_summaries(model_id, dataset, prob.description, summaries, construction)
     if save:
         REFERENCE_DIR.mkdir(exist_ok=True)
         ref.save(_path(model_id, dataset))
     return ref
+
+
+def _command(model_id, dataset, chains, warmup, draws, cross_check_draws, thinning) -> str:
+    """The ``zoo reference build`` command line that rebuilds a reference with these settings."""
+    words = [f"zoo reference build {model_id} --dataset {dataset}", f"--chains {chains}", f"--warmup {warmup}",
+             f"--draws {draws}"]
+    words += [f"--cross-check-draws {cross_check_draws}"] if cross_check_draws else []
+    words += [f"--thinning {thinning}"] if thinning > 1 else []
+    return " ".join(words)
 
 
 def cli(args) -> int:
