@@ -227,6 +227,36 @@ def test_bad_input_raises_value_error_naming_the_field():
         zoo.fit(spec, {"words": good_w}, progress_bar=False)
 
 
+def _initial_sticks_case():
+    data, _ = simulate_multimodal(2, n_images=30, n_topics=2, n_word_types=8, n_visual_types=10)
+    opts = dict(method="stick_breaking_vi", seed=1, num_chains=2, max_iter=8, tol=1e-14, num_draws=2,
+                progress_bar=False)
+    return zoo.model("yakhnenko.mom_hdp", truncation=4), data, opts
+
+
+def test_hdp_restarts_alternate_the_initial_sticks(hdp_fit, synthetic):
+    """initial_sticks (default "both"): the restarts start from different beta (restart 0 uniform, 1 geometric),
+    the best final ELBO makes the predictions; bad values refused before the fit."""
+    elbo = hdp_fit.idata.sample_stats["objective"].values[:, 0]           # (restart, iteration)
+    assert np.all(np.diff(elbo, axis=1) >= -1e-9 * np.abs(elbo).max())
+    assert not np.allclose(elbo[0, :3], elbo[1, :3])
+    assert hdp_fit.state.best_chain == int(np.argmax(elbo[:, -1]))
+    spec = zoo.model("yakhnenko.mom_hdp", truncation=4)
+    with pytest.raises(ValueError, match="initial_sticks"):
+        zoo.fit(spec, synthetic[0], initial_sticks="random", progress_bar=False)
+    with pytest.raises(ValueError, match="initial_sticks"):
+        zoo.fit(spec, synthetic[0], initial_sticks="uniform", fixed_beta=np.full(4, 0.25), progress_bar=False)
+
+
+@pytest.mark.slow   # two more compilations (restart groups of two)
+def test_hdp_restart_with_each_initial_stick_is_the_fit_with_that_start_alone():
+    spec, data, opts = _initial_sticks_case()
+    elbo = zoo.fit(spec, data, **opts).idata.sample_stats["objective"].values[:, 0]
+    for r, rule in enumerate(("uniform", "geometric")):
+        alone = zoo.fit(spec, data, initial_sticks=rule, **opts).idata.sample_stats["objective"].values[:, 0]
+        np.testing.assert_allclose(elbo[r], alone[r], rtol=1e-9)
+
+
 def test_predict_rejects_mismatched_vocabulary(lda_fit, synthetic):
     data, _ = synthetic
     with pytest.raises(ValueError, match="visual_words"):

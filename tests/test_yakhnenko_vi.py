@@ -125,6 +125,38 @@ def test_elbo_never_decreases(small_fits, which):
     assert trace[:, -1].min() > trace[:, 0].max() - 1e-9      # it also moved
 
 
+def test_elbo_never_decreases_from_either_initial_beta(small_fits):
+    """Restarts with both initial sticks (rule "both": restart 0 uniform, restart 1 geometric at the prior mean
+    1/2 = the fixture's logits 0): every trace is monotone, and the geometric restart is the fixture's fit."""
+    starts = sbvi.restart_stick_logits(K, 2, 0.5, "both")
+    np.testing.assert_allclose(starts[0], sbvi.uniform_stick_logits(K))
+    np.testing.assert_allclose(starts[1], 0.0, atol=1e-12)
+    state, trace = sbvi.fit_by_start(sbvi.fit_stick_breaking, small_fits["keys"], starts,
+                                     [small_fits["words"], small_fits["visual"]], K, small_fits["etas"], 1.0,
+                                     small_fits["prior"], max_iter=60, tol=0.0, local_steps=2)
+    assert trace.shape == (2, 60) and np.all(np.isfinite(trace))
+    assert np.diff(trace, axis=1).min() >= -1e-9 * np.abs(trace).max()
+    _, geometric_trace = small_fits["hdp"]
+    np.testing.assert_allclose(trace[1], geometric_trace[1], rtol=1e-9)
+    assert not np.allclose(trace[0], geometric_trace[0])                 # restart 0 did start elsewhere
+    with pytest.raises(ValueError, match="initial_sticks"):
+        sbvi.restart_stick_logits(K, 2, 0.5, "random")
+
+
+def test_restarts_by_start_keep_restart_order_and_pad_early_stops():
+    """fit_by_start puts the groups back in restart order; a group that stopped early repeats its last ELBO."""
+    def fake_fit(keys, *, init_stick_logits):
+        n_iter = 3 if float(init_stick_logits[0]) > 0 else 5
+        value = jnp.asarray(init_stick_logits[0]) + jnp.arange(keys.shape[0], dtype=jnp.float64)
+        trace = np.tile(np.arange(n_iter, dtype=float), (keys.shape[0], 1)) + np.asarray(value)[:, None]
+        return sbvi.HDPState(topic=None, stick_logits=jnp.broadcast_to(value[:, None], (keys.shape[0], 2))), trace
+    starts = np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, 1.0]])
+    state, trace = sbvi.fit_by_start(fake_fit, jax.random.split(jax.random.PRNGKey(0), 3), starts)
+    assert [list(g) for g in sbvi.restart_groups(starts)] == [[0, 2], [1]]
+    np.testing.assert_allclose(np.asarray(state.stick_logits)[:, 0], [1.0, -1.0, 2.0])
+    np.testing.assert_allclose(trace, [[1, 2, 3, 3, 3], [-1, 0, 1, 2, 3], [2, 3, 4, 4, 4]])
+
+
 def test_beta_step_reaches_optimum_of_its_objective(small_fits):
     state, _ = small_fits["hdp"]
     gamma = state.topic.gamma[0]

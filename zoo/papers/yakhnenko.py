@@ -9,7 +9,6 @@ test-time VI on the visual words alone (Sec. 2.7); metrics and the paper's basel
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 
@@ -24,8 +23,9 @@ from zoo.inference import stick_breaking_vi as sbvi
 from zoo.inference import sharding, topic_vi
 from zoo.models import multimodal_topics as mt
 from zoo.options import data_devices as check_data_devices
-from zoo.options import nonnegative_float, positive_float, positive_int
+from zoo.options import nonnegative_float, one_of, positive_float, positive_int
 from zoo.priors import dirichlet_concentration
+from zoo.progress import progress_callback
 from zoo.registry import register_method, register_model
 from zoo.results import Fit, add_variational_parameters, to_inference_data
 
@@ -227,23 +227,11 @@ def _keys(seed, num_chains):
     return jax.random.split(jax.random.PRNGKey(seed), int(num_chains))
 
 
-@contextlib.contextmanager
 def _elbo_progress(enabled: bool, total: int, desc: str):
-    """A tqdm bar (up to ``total`` iterations, the best restart's ELBO beside it) and the driver's progress
-    callback that moves it (``driver.optimize_chunked``)."""
-    if not enabled:
-        yield None
-        return
-    from tqdm.auto import tqdm
-    bar = tqdm(total=total, desc=desc, leave=False)
-
-    def progress(n_iterations, elbo):
-        bar.update(n_iterations)
-        bar.set_postfix(elbo=f"{float(np.max(elbo[..., -1])):.6g}")
-    try:
-        yield progress
-    finally:
-        bar.close()
+    """The progress bar of the VI loops (``zoo.progress.progress_callback``: up to ``total`` iterations, the best
+    restart's ELBO beside it) and the callback ``driver.optimize_chunked`` moves it with."""
+    return progress_callback(total, desc, enabled,
+                             postfix=lambda elbo: {"elbo": f"{float(np.max(np.asarray(elbo)[..., -1])):.6g}"})
 
 
 def _bar_total(max_iter, chunk) -> int:
@@ -294,10 +282,13 @@ def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
 
 @register_method("yakhnenko.mom_hdp", "stick_breaking_vi", kind="variational")
 def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, beta_steps=25,
-                beta_learning_rate=0.05, seed_docs_per_factor=2, chunk=10, fixed_beta=None, num_draws=100,
-                progress_bar=True, data_devices=None, **unknown) -> Fit:
+                beta_learning_rate=0.05, seed_docs_per_factor=2, chunk=10, fixed_beta=None, initial_sticks=None,
+                num_draws=100, progress_bar=True, data_devices=None, **unknown) -> Fit:
     """Truncated stick-breaking VI: coordinate ascent plus the stick logits of beta by optax (Sec. 2.6.3).
-    ``fixed_beta`` (K,) keeps beta fixed (then the fit is MoM-LDA with alpha = alpha_pi beta)."""
+    ``initial_sticks``: beta's start per restart (``sbvi.restart_stick_logits``): "uniform" (1/K), "geometric"
+    (sticks at their prior mean) or "both" (None, the default: restart r uniform when r is even, geometric when
+    odd); the restart with the highest final ELBO makes the predictions.  ``fixed_beta`` (K,) keeps beta fixed
+    (then the fit is MoM-LDA with alpha = alpha_pi beta; ``initial_sticks`` must then be None)."""
     _check_method_options(unknown, "stick_breaking_vi")
     data = check_counts(data)
     _loop_options(max_iter, tol, local_steps, chunk, num_draws)
@@ -306,25 +297,41 @@ def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
     keys = _keys(seed, num_chains)
     k, alpha_pi = spec.options["truncation"], spec.options["alpha_pi"]
     stick_prior = _check_stick_prior(spec.priors["sticks"])
+    if initial_sticks is not None:
+        one_of(initial_sticks, "initial_sticks", sbvi.INITIAL_STICKS)
     if fixed_beta is None:
-        # beta starts uniform (sbvi.uniform_stick_logits), not at the sticks' prior mean: a geometric start leaves
-        # the last factors' alpha_pi beta_k ~ 2^-k, which the beta step recovers from only over tens of iterations
-        u0 = jax.nn.sigmoid(sbvi.uniform_stick_logits(k))
+        starts = sbvi.restart_stick_logits(k, keys.shape[0], _stick_mean(stick_prior, initial_sticks),
+                                           "both" if initial_sticks is None else initial_sticks)
     else:
+        if initial_sticks is not None:
+            raise ValueError("initial_sticks: not used with fixed_beta (beta stays at fixed_beta)")
         fixed = np.asarray(fixed_beta, dtype=np.float64)
         if fixed.shape != (k,) or np.any(fixed <= 0) or not np.isclose(fixed.sum(), 1.0):
             raise ValueError(f"fixed_beta: expected ({k},) positive weights summing to one")
         rest = 1.0 - np.concatenate([[0.0], np.cumsum(fixed)[:-1]])
-        u0 = jnp.asarray(np.clip(fixed[:-1] / rest[:-1], 1e-12, 1 - 1e-12))
-    logits0 = jnp.log(u0) - jnp.log1p(-u0)
-    with _elbo_progress(progress_bar, _bar_total(max_iter, chunk), "MoM-HDP VI") as progress:
-        state, trace = fit_fn(
-            keys, [data.words, data.visual_words], k, _etas(spec.priors, data), alpha_pi, stick_prior,
-            init_stick_logits=logits0, optimize_beta=fixed_beta is None, max_iter=int(max_iter), tol=float(tol),
+        u0 = np.clip(fixed[:-1] / rest[:-1], 1e-12, 1 - 1e-12)
+        starts = np.broadcast_to(np.log(u0) - np.log1p(-u0), (keys.shape[0], k - 1))
+    n_groups = len(sbvi.restart_groups(starts))
+    with _elbo_progress(progress_bar, n_groups * _bar_total(max_iter, chunk), "MoM-HDP VI") as progress:
+        state, trace = sbvi.fit_by_start(
+            fit_fn, keys, starts, [data.words, data.visual_words], k, _etas(spec.priors, data), alpha_pi,
+            stick_prior, optimize_beta=fixed_beta is None, max_iter=int(max_iter), tol=float(tol),
             local_steps=int(local_steps), beta_steps=int(beta_steps), beta_learning_rate=float(beta_learning_rate),
             chunk=int(chunk), seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
     beta = np.asarray(jax.vmap(sbvi.stick_weights)(state.stick_logits))
     return _make_fit(spec, data, "stick_breaking_vi", state.topic, alpha_pi * beta, trace, seed, num_draws, beta=beta)
+
+
+def _stick_mean(stick_prior, initial_sticks) -> float:
+    """E u of the stick prior, for the geometric start (0.5 where it is not needed or not available in closed
+    form and only uniform starts are asked for)."""
+    try:
+        return float(np.asarray(stick_prior.mean))
+    except NotImplementedError:
+        if initial_sticks == "uniform":
+            return 0.5
+        raise ValueError(f"priors['sticks']: {stick_prior.__class__.__name__} has no mean for the geometric start; "
+                         f"pass initial_sticks='uniform'") from None
 
 
 # ------------------------------------------------------------------------------------------------ predictions

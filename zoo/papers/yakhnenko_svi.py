@@ -14,7 +14,6 @@ quantities need not fit in memory.  Predictions are the same as the batch method
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 
@@ -30,6 +29,7 @@ from zoo.inference import topic_vi
 from zoo.options import nonnegative_float, positive_float, positive_int
 from zoo.papers import yakhnenko as yh
 from zoo.priors import dirichlet_concentration
+from zoo.progress import progress_callback
 from zoo.registry import register_method
 from zoo.results import Fit, to_inference_data
 
@@ -116,19 +116,6 @@ def _no_stick_prior():
     return dist.Beta(1.0, 1.0)          # unused by the LDA step (hdp=False); a placeholder of the right type
 
 
-@contextlib.contextmanager
-def _bar(enabled: bool, total: int, desc: str):
-    if not enabled:
-        yield None
-        return
-    from tqdm.auto import tqdm
-    bar = tqdm(total=total, desc=desc, leave=False)
-    try:
-        yield bar.update
-    finally:
-        bar.close()
-
-
 def _check_corpus(data):
     """In-memory images are checked as for the batch methods; a corpus folder must hold the two modalities."""
     if isinstance(data, MultimodalCounts):
@@ -169,7 +156,7 @@ def fit_stochastic_vi(spec, data, seed=0, num_chains=1, batch_size=256, passes=1
     else:
         kwargs.update(prior_concentration=jnp.asarray(dirichlet_concentration(spec.priors["pi"], k, "pi")))
     total = opts["passes"] * -(-corpus.n_docs // min(opts["batch_size"], corpus.n_docs))
-    with _bar(progress_bar, total, "MoM SVI") as progress:
+    with progress_callback(total, "MoM SVI", progress_bar) as progress:
         run = run_stochastic_vi(corpus, progress=progress, **kwargs)
     beta = np.asarray(jax.vmap(sbvi.stick_weights)(run.state.stick_logits)) if hdp else None
     prior_conc = spec.options["alpha_pi"] * beta if hdp else np.asarray(kwargs["prior_concentration"])
