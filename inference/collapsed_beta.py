@@ -53,7 +53,7 @@ from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards
 
 __all__ = ["LaplaceFit", "FitTable", "AnchorCache", "empty_anchor", "ensure_anchor", "laplace_fit", "proposal_fit",
            "grid_cell", "grid_log_delta2", "collapsed_beta_move",
-           "CollapsedData", "log_target", "NEWTON_STEPS", "ANCHOR_STEPS", "T_DOF", "chi_square_shapes"]
+           "CollapsedData", "collapsed_group_log_likelihood", "log_target", "NEWTON_STEPS", "ANCHOR_STEPS", "T_DOF", "chi_square_shapes"]
 
 #: Newton steps from the anchor to each proposal's centre, and from 0 to the anchor
 NEWTON_STEPS = 3
@@ -160,8 +160,12 @@ def _collapsed_terms(f: jnp.ndarray, data: CollapsedData, marginals: bool):
     return groups, pi, lp, lq
 
 
-def _group_log_likelihood(f: jnp.ndarray, data: CollapsedData) -> jnp.ndarray:
+def collapsed_group_log_likelihood(f: jnp.ndarray, data: CollapsedData) -> jnp.ndarray:
+    """(G,) log p(obs_g | f) with Z integrated out (pure groups directly, the others by the forward pass)."""
     return _collapsed_terms(f, data, marginals=False)[0]
+
+
+_group_log_likelihood = collapsed_group_log_likelihood
 
 
 def _score_and_curvature(f: jnp.ndarray, data: CollapsedData):

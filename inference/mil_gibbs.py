@@ -32,6 +32,8 @@ from zoo.inference.driver import Kernel, KernelMCMC
 from zoo.inference.kernel_selection import (SelectionInfo, active_rows, delta2_metropolis_step,
                                             delta2_shape, draw_beta, draw_delta2, kernel_selection_sweep,
                                             prior_quadratic_form, scale_move, scale_move_shape)
+from zoo.inference.mil_scale import SCALE_STEP, collapsed_scale_move
+from zoo.inference.mil_swap import swap_move
 from zoo.inference.linalg import ActiveSet, active_gram, active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, draw_z_given_signs,
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
@@ -97,6 +99,9 @@ class MILConfig(NamedTuple):
     beta_move: str = "gibbs"           # "laplace": add the Z-collapsed MH move of (beta, delta2) (collapsed_beta)
     laplace_tries: int = 2             # its independence tries per sweep (besides the joint try)
     laplace_table: Optional[bool] = None  # memoize its proposal fits on a log delta2 grid; None: when gamma is fixed
+    scale_tries: int = 4               # Z-collapsed scale tries of (beta, delta2) per sweep (``mil_scale``); 0: off
+    scale_step: float = SCALE_STEP     # their random-walk step on log g
+    swap_tries: int = 10               # swap proposals of gamma (one kernel out, one in) per sweep (``mil_swap``)
 
 
 class MILState(NamedTuple):
@@ -135,6 +140,8 @@ class MILInfo(NamedTuple):
     delta2_acceptance: jnp.ndarray
     capacity_hits: jnp.ndarray     # births refused because the active set was full
     beta_acceptance: jnp.ndarray   # beta_move="laplace": accepted / proposed collapsed tries
+    scale_acceptance: jnp.ndarray  # scale_tries > 0: accepted / proposed Z-collapsed scale tries
+    swap_acceptance: jnp.ndarray   # swap_tries > 0: accepted / proposed swaps of gamma
     log_likelihood: jnp.ndarray    # (G,) log p(observation_g | f)
 
 
@@ -289,10 +296,16 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     _, k_gamma, k_beta, k_delta, k_z, k_scale = jax.random.split(key, 6)
     z = state.z
     hyper = problem.hyper
+    swap_acc = jnp.zeros(())
     if config.update_gamma:
         aset, b_active, sel = kernel_selection_sweep(k_gamma, state.aset, state.b_active, problem.gram,
                                                      _psi_t(problem), z, state.delta2, hyper.prior_a,
                                                      hyper.prior_b, 0.5 * problem.ridge, problem.basis_mask)
+        if config.swap_tries > 0:
+            aset, b_active, n_swap = swap_move(jax.random.fold_in(k_gamma, 1), aset, b_active, problem.gram,
+                                               _psi_t(problem), z, state.delta2, config.swap_tries,
+                                               0.5 * problem.ridge, problem.basis_mask)
+            swap_acc = n_swap.astype(jnp.float64) / config.swap_tries
     else:
         zero = jnp.zeros((), jnp.int32)
         aset, b_active = state.aset, state.b_active
@@ -323,6 +336,12 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
         d2_acc = jnp.ones(())
     else:
         delta2, d2_acc = delta2_metropolis_step(k_delta, state.delta2, aset.count, quad, config.delta2_log_prob)
+    scale_acc = jnp.zeros(())
+    if config.scale_tries > 0 and not collapsed_only:
+        beta_active, delta2, f, n_scale = collapsed_scale_move(
+            jax.random.fold_in(k_scale, 2), beta_active, delta2, f, _collapsed_data(problem),
+            _delta2_log_prior(config, hyper), config.scale_tries, config.scale_step)
+        scale_acc = n_scale.astype(jnp.float64) / config.scale_tries
     anchor, beta_acc = state.anchor, jnp.zeros(())
     if laplace:
         k_collapsed = jax.random.fold_in(k_scale, 1)     # (the default sweep's random stream stays as it was)
@@ -338,7 +357,8 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
                    aset=aset, beta_active=beta_active, delta2=delta2, z=z, b_active=rows @ z, anchor=anchor)
     info = MILInfo(gamma_acceptance=gamma_acc, n_active=aset.count, z_acceptance=jnp.asarray(z_acc, jnp.float64),
                    delta2_acceptance=jnp.asarray(d2_acc, jnp.float64), capacity_hits=sel.capacity_hits,
-                   beta_acceptance=beta_acc, log_likelihood=loglik)
+                   beta_acceptance=beta_acc, scale_acceptance=scale_acc, swap_acceptance=swap_acc,
+                   log_likelihood=loglik)
     return new, info
 
 
@@ -359,14 +379,24 @@ def mil_draw(state: MILState, info: MILInfo) -> tuple[dict, dict]:
     return state.position, info._asdict()
 
 
+def _collapsed_data(problem: MILProblem) -> CollapsedData:
+    return CollapsedData(layout=problem.layout, kind=problem.kind, log_weight=problem.log_weight,
+                         dp_groups=problem.dp_groups)
+
+
+def _delta2_log_prior(config: MILConfig, hyper: MILHyper) -> Callable:
+    """log p(delta2) as the sweep uses it: the IG(alpha0, beta0) of ``hyper`` or the static non-conjugate one."""
+    if config.delta2_log_prob is None:
+        return dist.InverseGamma(hyper.delta2_alpha, hyper.delta2_beta).log_prob
+    return config.delta2_log_prob
+
+
 def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, config, hyper, chi_square_gamma):
     """The Z-collapsed move of (beta, delta2) (``collapsed_beta``), prior of delta2 as the sweep uses it.
     Returns (beta_active, delta2, anchor cache, share of accepted tries, group log-likelihoods (G,))."""
-    data = CollapsedData(layout=problem.layout, kind=problem.kind, log_weight=problem.log_weight,
-                         dp_groups=problem.dp_groups)
+    data = _collapsed_data(problem)
     alpha0, beta0 = hyper.delta2_alpha, hyper.delta2_beta
-    log_prior = dist.InverseGamma(alpha0, beta0).log_prob if config.delta2_log_prob is None \
-        else config.delta2_log_prob
+    log_prior = _delta2_log_prior(config, hyper)
     gram_a = active_gram(problem.gram, aset)
     anchor = ensure_anchor(anchor, aset, rows, gram_a, data, alpha0, beta0)
     # random-walk scale for log delta2 from the spread of its conditional, sd ~ (alpha0 + K/2)^(-1/2)

@@ -319,7 +319,7 @@ def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, 
 
 def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar, chain_method,
                store_z, z_sampler, method_name, unknown, driver="chunked", rescale=True,
-               fast_compile=None, beta_move="gibbs", laplace_tries=2) -> Fit:
+               fast_compile=None, beta_move="gibbs", laplace_tries=2, scale_tries=None, swap_tries=None) -> Fit:
     if unknown:
         raise ValueError(f"{method_name}: unknown option(s) {', '.join(sorted(unknown))}")
     if driver not in ("chunked", "numpyro"):
@@ -329,12 +329,16 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
         raise ValueError(f"beta_move: {beta_move!r} is not 'gibbs' or 'laplace'")
     for name, value, low in (("num_chains", num_chains, 1), ("num_warmup", num_warmup, 0),
                              ("num_samples", num_samples, 1), ("thinning", thinning, 1),
-                             ("laplace_tries", laplace_tries, 0)):
+                             ("laplace_tries", laplace_tries, 0),
+                             ("scale_tries", 0 if scale_tries is None else scale_tries, 0),
+                             ("swap_tries", 0 if swap_tries is None else swap_tries, 0)):
         if not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name}: expected an int >= {low}, got {value!r}")
     prep = prepare(spec, data)
     config = mil_config(spec, prep, z_sampler, store_z)._replace(rescale=bool(rescale), beta_move=beta_move,
                                                                laplace_tries=int(laplace_tries))
+    moves = {name: int(v) for name, v in (("scale_tries", scale_tries), ("swap_tries", swap_tries)) if v is not None}
+    config = config._replace(**moves)
     problem = mil_problem(spec, prep)
     settings = dict(seed=seed, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
                     thinning=thinning, progress_bar=progress_bar)
@@ -408,7 +412,8 @@ def _register() -> None:
                       num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                       chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
                       rescale: bool = True, fast_compile: bool | None = None, beta_move: str = "gibbs",
-                      laplace_tries: int = 2, **unknown: Any) -> Fit:
+                      laplace_tries: int = 2, scale_tries: int | None = None, swap_tries: int | None = None,
+                      **unknown: Any) -> Fit:
         """Blocked Gibbs (Listing 4.1) with kernel selection and the exact orthant-truncated Z sampler.
 
         ``driver="chunked"`` (default): vectorized chains in compiled chunks reused across fits of the same
@@ -419,24 +424,30 @@ def _register() -> None:
         ``beta_move="laplace"`` adds, every sweep, an exact Metropolis-Hastings move of (beta, delta2) with Z
         integrated out (``zoo.inference.collapsed_beta``): far better mixing where the data augmentation
         crawls (confidently classified points), at O(N max_active^2) extra cost per sweep, so for small
-        ``max_active``; ``laplace_tries`` independence proposals per sweep besides its joint one."""
+        ``max_active``; ``laplace_tries`` independence proposals per sweep besides its joint one.
+        ``scale_tries`` / ``swap_tries`` (None: ``MILConfig``'s 4 / 10; 0: off, the sampler before them): the
+        Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil_scale``) and the swap move of gamma
+        (``zoo.inference.mil_swap``), exact moves that mix the scale of f and the kernel choice."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="exact",
                           method_name="blocked_gibbs", unknown=unknown, driver=driver, rescale=rescale,
-                          fast_compile=fast_compile, beta_move=beta_move, laplace_tries=laplace_tries)
+                          fast_compile=fast_compile, beta_move=beta_move, laplace_tries=laplace_tries,
+                          scale_tries=scale_tries, swap_tries=swap_tries)
 
     @register_method(ids, "blocked_gibbs_mh")
     def blocked_gibbs_mh(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                          num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                          chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
-                         rescale: bool = True, fast_compile: bool | None = None, **unknown: Any) -> Fit:
-        """Blocked Gibbs with the thesis' Metropolis Z samplers (independence MH / random walk), for comparison."""
+                         rescale: bool = True, fast_compile: bool | None = None, scale_tries: int | None = None,
+                         swap_tries: int | None = None, **unknown: Any) -> Fit:
+        """Blocked Gibbs with the thesis' Metropolis Z samplers (independence MH / random walk), for comparison;
+        options as ``blocked_gibbs``."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="mh",
                           method_name="blocked_gibbs_mh", unknown=unknown, driver=driver, rescale=rescale,
-                          fast_compile=fast_compile)
+                          fast_compile=fast_compile, scale_tries=scale_tries, swap_tries=swap_tries)
 
 
 _register()

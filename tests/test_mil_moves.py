@@ -1,0 +1,185 @@
+"""Exactness of the kueck04 sampler's extra moves: the swap move of gamma (``zoo.inference.mil_swap``) and the
+Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil_scale``).
+
+Each move: an exact check against brute force on a tiny problem (enumeration of gamma; exact posterior draws by
+rejection from the prior) and a joint-distribution (Geweke marginal-conditional) test against the NumPyro program
+``kernel_mil_program``, with the move alone (plus beta | gamma, Z, delta2 after a swap, as in the sweep).
+"""
+import functools
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpyro.infer import Predictive
+
+import zoo  # noqa: F401
+from zoo.inference.collapsed_beta import CollapsedData, collapsed_group_log_likelihood
+from zoo.inference.driver import FAST_COMPILE_OPTIONS
+from zoo.inference.kernel_selection import active_rows, draw_beta, log_marginal_gamma
+from zoo.inference.linalg import active_set_from_mask, dense_inverse, slot_mask
+from zoo.inference.mil_gibbs import state_from_position
+from zoo.inference.mil_scale import collapsed_scale_move
+from zoo.inference.mil_swap import swap_move
+from zoo.models.kernel_mil import gram_matrix, kernel_mil_program
+
+from test_kueck04_geweke import HYPER, _setup, _stats, _zscores
+
+pytestmark = [pytest.mark.filterwarnings("ignore:convergence"), pytest.mark.filterwarnings("ignore:kueck04")]
+
+
+# ---------------------------------------------------------------------------------------------- swap move
+def _swap_problem():
+    X = jnp.array([[0.0, 0.0], [0.8, 0.3], [1.6, -0.4], [-0.9, 0.9], [0.4, -1.2], [-1.3, -0.5]])
+    psi = gram_matrix(X, X, "gaussian", 1.2)
+    gram = psi.T @ psi + 1e-8 * jnp.eye(6)
+    z = jnp.array([1.2, 0.4, -0.9, 0.7, -0.3, 0.2])
+    return psi, gram, z
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_swap_move_matches_enumeration(k):
+    """Swaps alone keep K; their chain on the K-subsets must match p(gamma | Z, delta2, K) ∝ exp(c/2 Q(gamma))
+    enumerated exactly (``log_marginal_gamma``; the prior and the penalty depend on K only)."""
+    psi, gram, z = _swap_problem()
+    delta2 = jnp.asarray(3.0)
+    b = psi.T @ z
+    subsets = list(itertools.combinations(range(6), k))
+    masks = np.zeros((len(subsets), 6), np.int64)
+    for r, s in enumerate(subsets):
+        masks[r, list(s)] = 1
+    logp = np.array([float(log_marginal_gamma(jnp.asarray(m), gram, b, delta2, 1.0, 1.0)) for m in masks])
+    exact = np.exp(logp - logp.max())
+    exact /= exact.sum()
+
+    aset0 = active_set_from_mask(gram, jnp.arange(6) < k, 6)
+    b0 = jnp.where(slot_mask(aset0), b[aset0.members], 0.0)
+
+    def step(carry, key):
+        aset, b_a = carry
+        aset, b_a, _ = swap_move(key, aset, b_a, gram, psi.T, z, delta2, 1, 1e-12)
+        return (aset, b_a), (aset.slot_of >= 0)
+
+    n = 40_000
+    (aset, b_a), gammas = jax.jit(lambda key: jax.lax.scan(step, (aset0, b0), jax.random.split(key, n)))(
+        jax.random.PRNGKey(3))
+    # the incrementally kept inverse and b_a stay exact
+    np.testing.assert_allclose(aset.inverse, dense_inverse(gram, aset), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(b_a, jnp.where(slot_mask(aset), b[aset.members], 0.0), rtol=1e-10)
+    codes = np.asarray(gammas, np.int64) @ (1 << np.arange(6))
+    index = {int(m @ (1 << np.arange(6))): r for r, m in enumerate(masks)}
+    freq = np.bincount([index[c] for c in codes], minlength=len(subsets)) / n
+    assert 0.5 * np.abs(freq - exact).sum() < 0.02, (np.round(freq, 3), np.round(exact, 3))
+
+
+# ---------------------------------------------------------------------------------------------- scale move
+def _scale_problem():
+    """4 instances in 2 MIL-constraint groups (group 0 negative, group 1 mixed), K = 2 active kernels."""
+    from zoo.inference.orthant_sampler import GroupLayout
+    X = jnp.array([[0.0, 0.0], [1.0, 0.5], [1.8, -0.3], [-0.7, 1.1]])
+    psi = gram_matrix(X, X[:2], "gaussian", 1.0)                       # (4, 2): the active columns
+    gram = psi.T @ psi + 1e-8 * jnp.eye(2)
+    layout = GroupLayout(index=jnp.array([[0, 1], [2, 3]]), valid=jnp.ones((2, 2), bool), size=jnp.array([2, 2]))
+    data = CollapsedData(layout=layout, kind=jnp.array([0, 1]), log_weight=None, dp_groups=None)
+    return psi, gram, data
+
+
+def _posterior_by_rejection(key, psi, gram, data, alpha0, beta0, n):
+    """Exact draws of pi(beta, delta2 | obs) (Z integrated out): prior draws kept with probability
+    p(obs | f) <= 1."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    m = 40 * n
+    delta2 = beta0 / jax.random.gamma(k1, alpha0, (m,))
+    chol = jnp.linalg.cholesky(jnp.linalg.inv(gram))
+    beta = jnp.sqrt(delta2)[:, None] * (jax.random.normal(k2, (m, 2)) @ chol.T)
+    loglik = jax.vmap(lambda b: jnp.sum(collapsed_group_log_likelihood(psi @ b, data)))(beta)
+    keep = np.flatnonzero(np.asarray(jnp.log(jax.random.uniform(k3, (m,))) < loglik))[:n]
+    assert keep.size == n
+    return beta[keep], delta2[keep]
+
+
+def test_scale_move_leaves_the_exact_posterior_invariant():
+    """Exact posterior draws (rejection) moved by 5 scale tries each stay posterior draws: paired differences of
+    test functions (log delta2, beta, f, the prior's quadratic form) have mean 0 (z < 4); they do move."""
+    import numpyro.distributions as dist
+    psi, gram, data = _scale_problem()
+    alpha0, beta0 = 2.0, 2.0
+    beta, delta2 = _posterior_by_rejection(jax.random.PRNGKey(0), psi, gram, data, alpha0, beta0, 10_000)
+    log_prior = dist.InverseGamma(alpha0, beta0).log_prob
+
+    def move(key, b, d2):
+        nb, nd2, _, _ = collapsed_scale_move(key, b, d2, psi @ b, data, log_prior, 5, 1.0)
+        return nb, nd2
+
+    nb, nd2 = jax.jit(jax.vmap(move))(jax.random.split(jax.random.PRNGKey(1), beta.shape[0]), beta, delta2)
+
+    def stats(b, d2):
+        f = b @ psi.T
+        return np.stack([np.log(d2), b[:, 0], b[:, 1], f[:, 2], np.log(np.abs(f[:, 3])), np.log(d2) ** 2,
+                         np.sign(b[:, 0]) * np.log(np.abs(b[:, 0]))], 1)
+    before, after = stats(np.asarray(beta), np.asarray(delta2)), stats(np.asarray(nb), np.asarray(nd2))
+    d = after - before
+    z = d.mean(0) / (d.std(0, ddof=1) / np.sqrt(d.shape[0]))
+    assert np.max(np.abs(z)) < 4.0, np.round(z, 2)
+    assert np.mean(np.asarray(nd2) != np.asarray(delta2)) > 0.5
+
+
+# ------------------------------------------------------------------------------ joint-distribution tests
+@functools.lru_cache(maxsize=None)
+def _moved_by(move: str, n_moves: int):
+    """Compiled (vmapped) transition of program draws by one move alone: "swap" (gamma | Z, delta2 with beta
+    integrated out, then beta | gamma, Z, delta2) or "scale" (Z-collapsed (beta, delta2) scale; Z redrawn given
+    the new f by the sweep's Z step)."""
+    from zoo.inference.mil_gibbs import _collapsed_data, _delta2_log_prior, z_update
+    _, _, _, _, _, _, config, problem_for = _setup("constraint")
+
+    def transition(key, gamma, beta, delta2, z, label, fraction):
+        problem = problem_for(label, fraction)
+        k0, k1 = jax.random.split(key)
+        st = state_from_position(k0, problem, config, gamma, beta, delta2, z).state
+
+        def one(i, carry):
+            aset, b_a, beta_a, d2, zz = carry
+            ka, kb, kc = jax.random.split(jax.random.fold_in(k1, i), 3)
+            rows = active_rows(aset, problem.psi.T)
+            if move == "swap":
+                aset, b_a, _ = swap_move(ka, aset, b_a, problem.gram, problem.psi.T, zz, d2, 2,
+                                         0.5 * problem.ridge)
+                rows = active_rows(aset, problem.psi.T)
+                beta_a = draw_beta(kb, aset, rows, b_a, d2, problem.ridge)
+            else:
+                beta_a, d2, f, _ = collapsed_scale_move(ka, beta_a, d2, beta_a @ rows, _collapsed_data(problem),
+                                                        _delta2_log_prior(config, HYPER), 3, 1.0)
+                zz, _, _ = z_update(kb, problem, f, zz, "exact")
+                b_a = rows @ zz
+            return aset, b_a, beta_a, d2, zz
+
+        aset, _, beta_a, d2, zz = jax.lax.fori_loop(0, n_moves, one, (st.aset, st.b_active, st.beta_active,
+                                                                     st.delta2, st.z))
+        idx = jnp.where(slot_mask(aset), aset.members, beta.shape[0])
+        dense = jnp.zeros_like(beta).at[idx].set(beta_a, mode="drop")
+        return (aset.slot_of >= 0).astype(float), dense, d2, zz
+
+    return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
+
+
+@pytest.mark.parametrize("move", ["swap", "scale"])
+def test_move_alone_leaves_the_program_joint_invariant(move):
+    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup("constraint")
+    n_draws = 6000
+    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(11), **kwargs)
+    label = fwd["group_label"]
+    fraction = jnp.zeros((2 * n_draws, 2))
+    half, ref = slice(n_draws, None), slice(0, n_draws)
+    g, b, d2, z = _moved_by(move, 3)(jax.random.split(jax.random.PRNGKey(12), n_draws), fwd["gamma"][half],
+                                     fwd["beta"][half], fwd["delta2"][half], fwd["z"][half], label[half],
+                                     fraction[half])
+    reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], fwd["z"][ref], psi, label[ref],
+                       None)
+    moved = _stats(g, b, d2, z, psi, label[half], None)
+    zs = _zscores(reference, moved)
+    assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
+    changed = np.any(np.asarray(g) != np.asarray(fwd["gamma"][half]), 1) if move == "swap" else \
+        np.asarray(d2) != np.asarray(fwd["delta2"][half])
+    assert np.mean(changed) > 0.05
