@@ -214,4 +214,8 @@ def test_split_tokens_and_the_benchmark_report(tmp_path):
     table = exp.streaming_table(exp.StreamingResult(rows, {"c": {}}))
     assert [r[-1] for r in table.rows] == [0.5, None, 0.1, None]
     assert exp.plot_streaming(exp.StreamingResult(rows, {}), tmp_path / "s.png").path.is_file()
+    unigram = np.array([0.5, 0.5, 0.0])
+    assert exp.topic_tv_unigram(np.array([[2.0, 2.0, 0.0]]), np.ones(1), unigram) == 0.0
+    topics = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 3.0]])                      # the unigram, and a disjoint topic
+    assert np.isclose(exp.topic_tv_unigram(topics, np.array([0.3, 0.1]), unigram), 0.25)
     assert "streaming_topics" in benchmarks()
