@@ -4,6 +4,6 @@
 import pytest
 
 
-@pytest.mark.slow   # about 3 minutes on one core (NumPyro compiles DiscreteHMCGibbs and MixedHMC twice per budget)
+@pytest.mark.slow   # 11-15 minutes on a shared 2-core machine (NumPyro's DiscreteHMCGibbs takes most of it)
 def test_check_sampler_notebook_runs(run_notebook):
     run_notebook("check_sampler")
