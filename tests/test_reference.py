@@ -35,6 +35,10 @@ def test_exact_reference_is_a_probability_table():
     for u in (4, 5, 6, 7):       # the unannotated units: label probabilities over 4 concepts sum to 1
         assert sum(ref.mean[f"Pr(Y_{u} = {k})"] for k in range(4)) == pytest.approx(1.0, abs=1e-12)
     assert all(0 < ref.mean[f"Pr(M_{j} = 1)"] < 1 for j in range(1, 7))
+    c = ref.construction                 # how it was made: the command, and the zoo's kernel checked against it
+    assert c["meets_bar"] is True and c["command"].startswith("zoo reference build gustafson07.fs --dataset bench_tiny")
+    assert c["cross_check"]["method"] == "collapsed_gibbs" and c["cross_check"]["n_quantities"] == 22
+    assert c["cross_check"]["max_abs_z"] < 4.5
 
 
 def test_bad_reference_input_is_a_value_error_naming_the_field():
