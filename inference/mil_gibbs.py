@@ -100,6 +100,7 @@ class MILConfig(NamedTuple):
     laplace_tries: int = 2             # its independence tries per sweep (besides the joint try)
     laplace_table: Optional[bool] = None  # memoize its proposal fits on a log delta2 grid; None: when gamma is fixed
     scale_tries: int = 4               # Z-collapsed scale tries of (beta, delta2) per sweep (``mil_scale``); 0: off
+    #                                    (z_sampler="exact" only: Z is then drawn afresh given the new f)
     scale_step: float = SCALE_STEP     # their random-walk step on log g
     swap_tries: int = 10               # swap proposals of gamma (one kernel out, one in) per sweep (``mil_swap``)
 
@@ -337,6 +338,10 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     else:
         delta2, d2_acc = delta2_metropolis_step(k_delta, state.delta2, aset.count, quad, config.delta2_log_prob)
     scale_acc = jnp.zeros(())
+    if config.scale_tries > 0 and config.z_sampler != "exact":
+        # the move integrates Z out, so Z must then be drawn afresh from Z | f: a Metropolis step from the old Z
+        # (the thesis' sampler) would leave Z tied to the old scale of f (a wrong joint law)
+        raise ValueError("scale_tries: the Z-collapsed scale move needs z_sampler='exact' (set scale_tries=0)")
     if config.scale_tries > 0 and not collapsed_only:
         beta_active, delta2, f, n_scale = collapsed_scale_move(
             jax.random.fold_in(k_scale, 2), beta_active, delta2, f, _collapsed_data(problem),

@@ -244,8 +244,10 @@ def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool 
     """The static settings (compiled into the sampler). The prior settings travel with the problem
     (``mil_hyper``), so swapping them reuses the compiled code; a non-conjugate delta2 prior is a static density."""
     m = prep.psi.shape[1]
-    return MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z,
-                     delta2_log_prob=_prior_settings(spec)[1])
+    config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z,
+                       delta2_log_prob=_prior_settings(spec)[1])
+    # the Z-collapsed scale move needs the exact Z | f draw after it (``mil_gibbs.mil_step``)
+    return config if z_sampler == "exact" else config._replace(scale_tries=0)
 
 
 def mil_hyper(spec) -> MILHyper:
@@ -337,6 +339,8 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     prep = prepare(spec, data)
     config = mil_config(spec, prep, z_sampler, store_z)._replace(rescale=bool(rescale), beta_move=beta_move,
                                                                laplace_tries=int(laplace_tries))
+    if z_sampler != "exact" and scale_tries:
+        raise ValueError(f"scale_tries: {method_name} has no Z-collapsed scale move (it needs the exact Z sampler)")
     moves = {name: int(v) for name, v in (("scale_tries", scale_tries), ("swap_tries", swap_tries)) if v is not None}
     config = config._replace(**moves)
     problem = mil_problem(spec, prep)
@@ -442,7 +446,8 @@ def _register() -> None:
                          rescale: bool = True, fast_compile: bool | None = None, scale_tries: int | None = None,
                          swap_tries: int | None = None, **unknown: Any) -> Fit:
         """Blocked Gibbs with the thesis' Metropolis Z samplers (independence MH / random walk), for comparison;
-        options as ``blocked_gibbs``."""
+        options as ``blocked_gibbs``, but no Z-collapsed scale move (``scale_tries`` 0: it needs Z drawn afresh
+        from Z | f after it); the swap move of gamma is on."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="mh",
