@@ -210,3 +210,32 @@ def test_build_records_command_and_checks_an_enumeration_against_a_sampler(monke
         assert c["cross_check"]["method"] == "iid" and c["cross_check"]["n_quantities"] == len(ref.names)
         assert (c["cross_check"]["max_abs_z"] < 4.5) == small
         assert built.mean == ref.mean and all(v == 0 for v in built.mcse.values())
+
+
+def test_build_saves_the_main_run_before_the_cross_check(monkeypatch, tmp_path):
+    """A build stopped during the cross-check (here: the cross-check sampler fails) leaves the main run's reference
+    on disk, its cross-check marked as not run."""
+    import zoo.reference as zr
+    import zoo.reference_problems as rp
+    from zoo.reference import build
+    base = rp.problem("gustafson07.fs", "bench_tiny")
+    names, run = zoo.reference("gustafson07.fs", "bench_tiny").names, _iid_sampler(0.0)
+
+    def main(chains, warmup):
+        return lambda seed, data, draws: run(np.array([0, seed]), data, draws)
+
+    def broken(chains, warmup):
+        def run(seed, data, draws):
+            raise RuntimeError("stopped")
+        return run
+    fake = rp.Problem("gustafson07.fs", "bench_tiny", "test", base.data, base.quantities,
+                      {"iid": main, "broken": broken}, "iid", "broken", None)
+    monkeypatch.setattr(rp, "problem", lambda m, d: fake)
+    monkeypatch.setattr(zr, "REFERENCE_DIR", tmp_path)
+    with pytest.raises(RuntimeError, match="stopped"):
+        build("gustafson07.fs", "bench_tiny", chains=10, warmup=0, draws=200)
+    saved = Reference.from_json(json.loads((tmp_path / "gustafson07.fs__bench_tiny.json").read_text()))
+    c = saved.construction
+    assert c["kind"] == "mcmc" and c["draws"] == 200 and c["chains"] == 10 and c["meets_bar"] is False
+    assert c["cross_check"] == {"method": "broken", "status": "not run: the build stopped first"}
+    assert c["command"].endswith("--draws 200") and saved.names == names

@@ -255,6 +255,12 @@ def build(model_id: str, dataset: str, *, chains: int = MIN_CHAINS, warmup: int 
         summaries = summarize_draws(prob.quantities(main(seed, data, draws)))
         construction = {"kind": "mcmc", "method": prob.default_sampler, "chains": chains, "warmup": warmup,
                         "draws": draws, "seed": seed, **thin}
+        if prob.cross_sampler is not None and save:         # a build stopped during the cross-check keeps this
+            pending = {**construction, "seconds": round(time.perf_counter() - t0, 1),
+                       "cross_check": {"method": prob.cross_sampler, "status": "not run: the build stopped first"},
+                       "command": _command(model_id, dataset, chains, warmup, draws, cross_check_draws, thinning)}
+            REFERENCE_DIR.mkdir(exist_ok=True)
+            from_summaries(model_id, dataset, prob.description, summaries, pending).save(_path(model_id, dataset))
         if prob.cross_sampler is not None:
             other = prob.samplers[prob.cross_sampler](chains=chains, warmup=warmup, **thin)
             second = summarize_draws(prob.quantities(other(seed + 1000, data, cross_check_draws or draws)))
