@@ -40,18 +40,29 @@ GRID = (0.1, 0.3, 1.0, 3.0)
 @dataclasses.dataclass(frozen=True)
 class GarbageChoice:
     """weight: the chosen w; grid (G,); log_predictive (G,): mean held-out caption log predictive per w;
-    precision_at_5 (G,); inner_train, inner_test: the inner split's image indices (into the data passed)."""
+    precision_at_5 (G,); inner_train, inner_test: the inner split's image indices (into the data passed);
+    per_image (G, I_out): each held-out captioned image's mean caption log predictive per w."""
     weight: float
     grid: tuple
     log_predictive: np.ndarray
     precision_at_5: np.ndarray
     inner_train: np.ndarray
     inner_test: np.ndarray
+    per_image: np.ndarray | None = None
+
+    def paired_se(self) -> np.ndarray:
+        """(G,) standard error of each w's mean log predictive minus the chosen w's, paired over the held-out
+        images (0 for the chosen w): how far the scores' differences stand above the held-out images' noise
+        (MCMC noise of the single fits not included)."""
+        diff = self.per_image - self.per_image[list(self.grid).index(self.weight)]
+        return diff.std(1, ddof=1) / np.sqrt(diff.shape[1])
 
     def table(self) -> list[dict]:
-        """One row per w: {garbage_weight, log_predictive, P@5, chosen}."""
-        return [{"garbage_weight": w, "log_predictive": float(lp), "P@5": float(p), "chosen": w == self.weight}
-                for w, lp, p in zip(self.grid, self.log_predictive, self.precision_at_5)]
+        """One row per w: {garbage_weight, log_predictive, P@5, se_vs_chosen, chosen}."""
+        se = self.paired_se() if self.per_image is not None else np.full(len(self.grid), np.nan)
+        return [{"garbage_weight": w, "log_predictive": float(lp), "P@5": float(p), "se_vs_chosen": float(e),
+                 "chosen": w == self.weight}
+                for w, lp, p, e in zip(self.grid, self.log_predictive, self.precision_at_5, se)]
 
 
 def caption_word_distribution(label_proba: np.ndarray, image_ids: np.ndarray, n_images: int) -> np.ndarray:
@@ -64,15 +75,16 @@ def caption_word_distribution(label_proba: np.ndarray, image_ids: np.ndarray, n_
     return np.where(total > 0, words / np.where(total > 0, total, 1.0), 1.0 / words.shape[1])
 
 
-def caption_log_predictive(q: np.ndarray, keywords: np.ndarray) -> float:
+def caption_log_predictive(q: np.ndarray, keywords: np.ndarray, per_image: bool = False):
     """Mean over images with a caption of the mean log q_i(w) over their caption words; q (I, K), keywords (I, K)
-    0/1. Floors q at 1e-300 (no -inf)."""
+    0/1 (``per_image``: the (I_captioned,) image means instead). Floors q at 1e-300 (no -inf)."""
     kw = np.asarray(keywords, bool)
     has = kw.any(1)
     if not has.any():
         raise ValueError("keywords: no held-out image has a caption, so there is nothing to predict")
     logq = np.log(np.clip(q, 1e-300, None))
-    return float(((logq * kw).sum(1)[has] / kw.sum(1)[has]).mean())
+    images = (logq * kw).sum(1)[has] / kw.sum(1)[has]
+    return images if per_image else float(images.mean())
 
 
 def caption_precision_at(q: np.ndarray, keywords: np.ndarray, k: int = 5) -> float:
@@ -136,17 +148,18 @@ def choose_garbage_weight(data: AnnotatedRegions, variant: str = "full", grid=GR
     inner = _subset(data, fit_images, keep_captions=True)
     blind = _subset(data, held_out, keep_captions=False)
     keywords = data.keyword_matrix()[held_out].astype(bool)
-    scores, precision = [], []
+    scores, precision, per_image = [], [], []
     for w in grid:
         spec = zoo.model(f"gustafson07.{variant}", garbage_weight=w, priors=priors)
         fit = zoo.fit(spec, inner, method="collapsed_gibbs", seed=seed, num_chains=num_chains,
                       num_warmup=num_warmup, num_samples=num_samples, progress_bar=False)
         q = caption_word_distribution(fit.predict(blind).label_proba, blind.image_ids, blind.n_images)
-        scores.append(caption_log_predictive(q, keywords))
+        per_image.append(caption_log_predictive(q, keywords, per_image=True))
+        scores.append(float(per_image[-1].mean()))
         precision.append(caption_precision_at(q, keywords, 5))
         if log is not None:
             log(f"garbage weight {w:g}: held-out caption log predictive {scores[-1]:.4f}, P@5 {precision[-1]:.3f}")
     scores = np.asarray(scores)
     best = np.flatnonzero(scores == scores.max())
     chosen = grid[min(best, key=lambda g: abs(np.log(grid[g])))]
-    return GarbageChoice(chosen, grid, scores, np.asarray(precision), fit_images, held_out)
+    return GarbageChoice(chosen, grid, scores, np.asarray(precision), fit_images, held_out, np.asarray(per_image))
