@@ -30,7 +30,7 @@ from jax import lax
 
 from zoo.inference.linalg import ActiveSet, active_gram, apply_birth, apply_death, birth_terms, slot_mask
 
-__all__ = ["SelectionInfo", "active_rows", "kernel_selection_sweep", "draw_beta", "draw_delta2", "delta2_shape",
+__all__ = ["SelectionInfo", "basis_row", "active_rows", "kernel_selection_sweep", "draw_beta", "draw_delta2", "delta2_shape",
            "delta2_metropolis_step", "scale_move", "scale_move_shape", "prior_quadratic_form", "log_marginal_gamma"]
 
 
@@ -58,10 +58,16 @@ def _first_change(aset: ActiveSet, u_prop: jnp.ndarray, start: jnp.ndarray, prio
     return j, change[j]
 
 
-def active_rows(aset: ActiveSet, psi_t: jnp.ndarray) -> jnp.ndarray:
+def basis_row(psi_t, j) -> jnp.ndarray:
+    """(N,) row j of Psi': psi_t (M, N) stored, or a function j -> row (rows on demand, ``mil_rows.row_source``)."""
+    return psi_t(j) if callable(psi_t) else psi_t[j]
+
+
+def active_rows(aset: ActiveSet, psi_t) -> jnp.ndarray:
     """(K_max, N) Psi_a' in slot order (zero rows on unused slots); psi_t (M, N) = Psi' (row j = basis function
-    j at the N training points), so this is one gather of contiguous rows."""
-    return jnp.where(slot_mask(aset)[:, None], psi_t[aset.members], 0.0)
+    j at the N training points), so this is one gather of contiguous rows; or a function j -> row (on demand)."""
+    gathered = jax.vmap(psi_t)(aset.members) if callable(psi_t) else psi_t[aset.members]
+    return jnp.where(slot_mask(aset)[:, None], gathered, 0.0)
 
 
 def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, b_active: jnp.ndarray, gram: jnp.ndarray,
@@ -69,7 +75,7 @@ def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, b_active: jnp.ndarra
                            prior_b: float, min_pivot: float, basis_mask=None):
     """One systematic sweep of gamma_1..gamma_M with beta integrated out.
 
-    gram (M, M) = Psi'Psi + eps I; psi_t (M, N) = Psi'; z (N,); b_active (K_max,) = Psi_a' z in slot order
+    gram (M, M) = Psi'Psi + eps I; psi_t (M, N) = Psi' (or a function j -> row, ``basis_row``); z (N,); b_active (K_max,) = Psi_a' z in slot order
     (zeros on unused slots). Only indices whose proposal changes gamma are visited (``_first_change``); all
     other proposals are "stay" and cost nothing. b_j = psi_t[j]' z is formed at the visited j only, and
     b_active is kept in step with the slots. Returns (ActiveSet, b_active, SelectionInfo).
@@ -89,7 +95,7 @@ def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, b_active: jnp.ndarra
     def birth(aset, b_a, j):
         full = aset.count >= capacity
         h, s = birth_terms(aset, gram, j, min_pivot)
-        b_j = psi_t[j] @ z
+        b_j = basis_row(psi_t, j) @ z
         delta_q = (b_j - h @ b_a) ** 2 / s              # Q(gamma + j) - Q(gamma)
         accept = (log_u_acc[j] < -log_penalty + 0.5 * c * delta_q) & ~full
         new = lax.cond(accept, lambda a: apply_birth(a, j, h, s), lambda a: a, aset)

@@ -32,6 +32,7 @@ from zoo.inference.driver import Kernel, KernelMCMC
 from zoo.inference.kernel_selection import (SelectionInfo, active_rows, delta2_metropolis_step,
                                             delta2_shape, draw_beta, draw_delta2, kernel_selection_sweep,
                                             prior_quadratic_form, scale_move, scale_move_shape)
+from zoo.inference.mil_rows import KernelRows, row_source
 from zoo.inference.mil_scale import SCALE_STEP, collapsed_scale_move
 from zoo.inference.mil_swap import swap_move
 from zoo.inference.linalg import ActiveSet, active_gram, active_set_from_mask, dense_inverse, slot_mask
@@ -41,7 +42,7 @@ from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_wei
 
 __all__ = ["MILProblem", "MILHyper", "MILConfig", "MILState", "KeyedMILState", "MILInfo", "MILGibbs",
            "build_mil_kernel", "mil_step", "mil_draw", "mil_position", "mil_gibbs_sweep", "init_mil_state",
-           "initial_state", "z_update", "state_from_position", "mixed_groups", "MIL_STAT_FIELDS"]
+           "initial_state", "z_update", "state_from_position", "mixed_groups", "problem_sizes", "MIL_STAT_FIELDS"]
 
 
 class MILHyper(NamedTuple):
@@ -59,7 +60,7 @@ class MILHyper(NamedTuple):
 class MILProblem(NamedTuple):
     """The data side of the sampler (plain arrays) and the priors.
 
-    psi (N, M): design K(x_i, c_j) of the training points (M = N basis functions centred on them, plus a
+    psi (N, M) or None (with ``rows``): design K(x_i, c_j) of the training points (M = N basis functions centred on them, plus a
     column of ones with an intercept); gram (M, M): Psi'Psi + ridge I (precomputed once); layout: padded groups;
     kind (G,): constraint codes (``orthant_sampler.constraint_flags``); log_weight (G, n_max + 1) or None:
     measurement weight over counts; hyper: the prior settings (``MILHyper``); ridge: the absolute jitter added
@@ -70,6 +71,8 @@ class MILProblem(NamedTuple):
     (``zoo.inference.mil_padding``): only the True columns are basis functions (masked centres are never born;
     the prior on gamma counts the True ones), and only the first ``n_instances`` rows are instances (the
     padding rows of psi are zero and belong to no group). None: no padding (the sweep is unchanged).
+    rows (``mil_rows.KernelRows``) or None: the rows of Psi' computed when needed from the points, the centres
+    and ``MILConfig.row_function`` (psi and psi_t are then None; not with padding).
     """
     psi: jnp.ndarray
     gram: jnp.ndarray
@@ -82,6 +85,7 @@ class MILProblem(NamedTuple):
     hyper: MILHyper
     basis_mask: Optional[jnp.ndarray] = None
     n_instances: Optional[jnp.ndarray] = None
+    rows: Optional[KernelRows] = None     # rows on demand (``mil_rows``): psi and psi_t None, no N x M matrix
 
 
 class MILConfig(NamedTuple):
@@ -103,6 +107,7 @@ class MILConfig(NamedTuple):
     #                                    (z_sampler="exact" only: Z is then drawn afresh given the new f)
     scale_step: float = SCALE_STEP     # their random-walk step on log g
     swap_tries: int = 10               # swap proposals of gamma (one kernel out, one in) per sweep (``mil_swap``)
+    row_function: Optional[Callable] = None  # phi of the kernel, for ``MILProblem.rows`` (rows on demand)
 
 
 class MILState(NamedTuple):
@@ -149,8 +154,20 @@ class MILInfo(NamedTuple):
 MIL_STAT_FIELDS = MILInfo._fields
 
 
-def _psi_t(problem: "MILProblem") -> jnp.ndarray:
+def _psi_t(problem: "MILProblem", config: Optional["MILConfig"] = None):
+    """Where the sweep reads rows of Psi' from: psi_t (M, N), or a function j -> row with ``problem.rows``."""
+    if problem.rows is not None:
+        if config is None or config.row_function is None:
+            raise ValueError("row_function: a problem with rows on demand needs MILConfig.row_function")
+        return row_source(None, problem.rows, config.row_function)
     return problem.psi.T if problem.psi_t is None else problem.psi_t
+
+
+def problem_sizes(problem: "MILProblem") -> tuple[int, int]:
+    """(N, M): instances and basis functions, with or without a stored design matrix."""
+    if problem.rows is not None:
+        return problem.rows.x.shape[0], problem.rows.centres.shape[0]
+    return problem.psi.shape
 
 
 def _dense_beta(aset: ActiveSet, beta_active: jnp.ndarray, n: int) -> jnp.ndarray:
@@ -214,10 +231,10 @@ def _fit_table(config) -> bool:
 
 def _new_state(problem, config, aset, beta_active, delta2, z) -> MILState:
     """A state with the derived fields (position, b_active, an empty anchor) filled in."""
-    return MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
+    return MILState(position=_position((aset, beta_active, delta2, z), problem_sizes(problem)[1], config.store_z),
                     aset=aset, beta_active=beta_active, delta2=delta2, z=z,
-                    b_active=active_rows(aset, _psi_t(problem)) @ z,
-                    anchor=empty_anchor(config.capacity, problem.psi.dtype, table=_fit_table(config)))
+                    b_active=active_rows(aset, _psi_t(problem, config)) @ z,
+                    anchor=empty_anchor(config.capacity, problem.gram.dtype, table=_fit_table(config)))
 
 
 def init_mil_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> KeyedMILState:
@@ -229,7 +246,7 @@ def initial_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> tup
     """(state, key of the first sweep). Thesis Sec. 4.1.1: delta2 at its prior mode, ``n_init_active`` random
     active kernels; Z from its exact conditional at f = 0 (every group constraint satisfied), then beta from
     its conditional."""
-    n, m = problem.psi.shape
+    n, m = problem_sizes(problem)
     k_act, k_z, k_beta, k_next = jax.random.split(key, 4)
     n_init = min(config.n_init_active, config.capacity, m)
     if problem.basis_mask is None:
@@ -240,9 +257,9 @@ def initial_state(key: jax.Array, problem: MILProblem, config: MILConfig) -> tup
     if problem.basis_mask is not None:
         active = active & problem.basis_mask
     aset = active_set_from_mask(problem.gram, active, config.capacity)
-    delta2 = jnp.asarray(problem.hyper.delta2_init, problem.psi.dtype)
+    delta2 = jnp.asarray(problem.hyper.delta2_init, problem.gram.dtype)
     z, _, _ = z_update(k_z, problem, jnp.zeros(n), jnp.zeros(n), "exact")
-    rows = active_rows(aset, _psi_t(problem))
+    rows = active_rows(aset, _psi_t(problem, config))
     beta_active = draw_beta(k_beta, aset, rows, rows @ z, delta2, problem.ridge)
     return _new_state(problem, config, aset, beta_active, delta2, z), k_next
 
@@ -254,7 +271,7 @@ def state_from_position(key: jax.Array, problem: MILProblem, config: MILConfig, 
     most ``config.capacity`` kernels."""
     aset = active_set_from_mask(problem.gram, gamma.astype(bool), config.capacity)
     beta_active = jnp.where(slot_mask(aset), beta[aset.members], 0.0)
-    delta2 = jnp.asarray(delta2, problem.psi.dtype)
+    delta2 = jnp.asarray(delta2, problem.gram.dtype)
     return KeyedMILState(_new_state(problem, config, aset, beta_active, delta2, z), key)
 
 
@@ -300,11 +317,11 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     swap_acc = jnp.zeros(())
     if config.update_gamma:
         aset, b_active, sel = kernel_selection_sweep(k_gamma, state.aset, state.b_active, problem.gram,
-                                                     _psi_t(problem), z, state.delta2, hyper.prior_a,
+                                                     _psi_t(problem, config), z, state.delta2, hyper.prior_a,
                                                      hyper.prior_b, 0.5 * problem.ridge, problem.basis_mask)
         if config.swap_tries > 0:
             aset, b_active, n_swap = swap_move(jax.random.fold_in(k_gamma, 1), aset, b_active, problem.gram,
-                                               _psi_t(problem), z, state.delta2, config.swap_tries,
+                                               _psi_t(problem, config), z, state.delta2, config.swap_tries,
                                                0.5 * problem.ridge, problem.basis_mask)
             swap_acc = n_swap.astype(jnp.float64) / config.swap_tries
     else:
@@ -312,7 +329,7 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
         aset, b_active = state.aset, state.b_active
         sel = SelectionInfo(proposals=zero, accepted=zero, capacity_hits=zero)
     aset = refresh_if_inaccurate(aset, problem.gram)
-    rows = active_rows(aset, _psi_t(problem))                         # (K_max, N): one row gather per sweep
+    rows = active_rows(aset, _psi_t(problem, config))                 # (K_max, N): one row gather per sweep
     laplace = config.beta_move == "laplace"
     # fixed active set with the collapsed move: Z is needed by nothing (no gamma moves), so it is integrated out
     # throughout: no data augmentation (beta | Z, rescaling); Z | beta drawn only when it is stored
@@ -358,7 +375,7 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     else:
         z, z_acc, loglik = z_update(k_z, problem, f, z, config.z_sampler)
     gamma_acc = sel.accepted.astype(jnp.float64) / jnp.maximum(sel.proposals, 1)
-    new = MILState(position=_position((aset, beta_active, delta2, z), problem.psi.shape[1], config.store_z),
+    new = MILState(position=_position((aset, beta_active, delta2, z), problem_sizes(problem)[1], config.store_z),
                    aset=aset, beta_active=beta_active, delta2=delta2, z=z, b_active=rows @ z, anchor=anchor)
     info = MILInfo(gamma_acceptance=gamma_acc, n_active=aset.count, z_acceptance=jnp.asarray(z_acc, jnp.float64),
                    delta2_acceptance=jnp.asarray(d2_acc, jnp.float64), capacity_hits=sel.capacity_hits,

@@ -74,6 +74,8 @@ def pad_problem(problem: MILProblem, shape: PaddedShape) -> MILProblem:
     keep their indices (0..N-1, 0..M-1, 0..G-1), so draws of gamma / beta are read back as ``[..., :M]``."""
     if problem.basis_mask is not None or problem.n_instances is not None:
         raise ValueError("problem: already padded")
+    if problem.psi is None:
+        raise ValueError("problem: rows on demand (no stored psi) cannot be padded; prepare with rows='stored'")
     own = _shape_of(problem)
     for name, have, want in zip(PaddedShape._fields, own, shape):
         if have > want:

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from zoo.inference.kernel_selection import basis_row
 from zoo.inference.linalg import ActiveSet, apply_birth, apply_death, birth_terms
 
 __all__ = ["swap_weights", "swap_log_ratio", "swap_move", "FLOOR"]
@@ -66,7 +67,7 @@ def _one_swap(key, aset: ActiveSet, b_a, gram, psi_t, z, c, min_pivot, eligible)
     b_red = b_a.at[slot].set(b_a[last]).at[last].set(0.0)
     # birth of j on the reduced set
     h, s = birth_terms(reduced, gram, j, min_pivot)
-    b_j = psi_t[j] @ z
+    b_j = basis_row(psi_t, j) @ z
     dq_birth = (b_j - h @ b_red) ** 2 / s
     log_ratio = swap_log_ratio(dq_death + dq_birth, c, s_i, s_j_after)
     possible = (count > 0) & jnp.any(inactive)
@@ -82,7 +83,7 @@ def swap_move(key: jax.Array, aset: ActiveSet, b_active: jnp.ndarray, gram: jnp.
     """``tries`` swap proposals (module docstring) on gamma | Z, delta2 with beta integrated out.
 
     aset / b_active (K_max,) = Psi_a' z in slot order, as ``kernel_selection_sweep`` keeps them; gram (M, M);
-    psi_t (M, N) (or any object with rows psi_t[j] of length N); basis_mask (M,) bool or None: only the True
+    psi_t (M, N) or a function j -> row (``kernel_selection.basis_row``); basis_mask (M,) bool or None: only the True
     centres may be swapped in. Returns (ActiveSet, b_active, number of accepted swaps)."""
     c = delta2 / (1.0 + delta2)
     eligible = jnp.ones(gram.shape[0], bool) if basis_mask is None else basis_mask

@@ -127,12 +127,12 @@ def test_scale_move_leaves_the_exact_posterior_invariant():
 
 # ------------------------------------------------------------------------------ joint-distribution tests
 @functools.lru_cache(maxsize=None)
-def _moved_by(move: str, n_moves: int):
+def _moved_by(move: str, n_moves: int, variant: str = "constraint"):
     """Compiled (vmapped) transition of program draws by one move alone: "swap" (gamma | Z, delta2 with beta
     integrated out, then beta | gamma, Z, delta2) or "scale" (Z-collapsed (beta, delta2) scale; Z redrawn given
     the new f by the sweep's Z step)."""
     from zoo.inference.mil_gibbs import _collapsed_data, _delta2_log_prior, z_update
-    _, _, _, _, _, _, config, problem_for = _setup("constraint")
+    _, _, _, _, _, _, config, problem_for = _setup(variant)
 
     def transition(key, gamma, beta, delta2, z, label, fraction):
         problem = problem_for(label, fraction)
@@ -164,20 +164,23 @@ def _moved_by(move: str, n_moves: int):
     return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
 
 
-@pytest.mark.parametrize("move", ["swap", "scale"])
-def test_move_alone_leaves_the_program_joint_invariant(move):
-    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup("constraint")
+@pytest.mark.parametrize("move, variant", [("swap", "constraint"), ("scale", "constraint"),
+                                           pytest.param("scale", "hybrid", marks=pytest.mark.slow),
+                                           pytest.param("swap", "hybrid", marks=pytest.mark.slow)])
+def test_move_alone_leaves_the_program_joint_invariant(move, variant):
+    """hybrid: measurement weights (count DP) in the collapsed likelihood of the scale move."""
+    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws = 6000
     fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(11), **kwargs)
     label = fwd["group_label"]
-    fraction = jnp.zeros((2 * n_draws, 2))
+    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
     half, ref = slice(n_draws, None), slice(0, n_draws)
-    g, b, d2, z = _moved_by(move, 3)(jax.random.split(jax.random.PRNGKey(12), n_draws), fwd["gamma"][half],
-                                     fwd["beta"][half], fwd["delta2"][half], fwd["z"][half], label[half],
-                                     fraction[half])
+    g, b, d2, z = _moved_by(move, 3, variant)(jax.random.split(jax.random.PRNGKey(12), n_draws),
+                                              fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half],
+                                              fwd["z"][half], label[half], fraction[half])
     reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], fwd["z"][ref], psi, label[ref],
-                       None)
-    moved = _stats(g, b, d2, z, psi, label[half], None)
+                       fraction[ref] if chi else None)
+    moved = _stats(g, b, d2, z, psi, label[half], fraction[half] if chi else None)
     zs = _zscores(reference, moved)
     assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
     changed = np.any(np.asarray(g) != np.asarray(fwd["gamma"][half]), 1) if move == "swap" else \

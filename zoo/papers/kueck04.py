@@ -35,8 +35,9 @@ from numpyro.infer import MCMC
 from zoo.data.containers import Bags
 from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, run_chunk, sample_chunked
 from zoo.inference.mil_gibbs import (KeyedMILState, MILConfig, MILGibbs, MILHyper, MILProblem, build_mil_kernel,
-                                     mil_draw, mixed_groups)
+                                     mil_draw, mixed_groups, problem_sizes)
 from zoo.inference.mil_basis import kmeans_pp_indices
+from zoo.inference.mil_rows import KernelRows, blocked_gram, rows_on_demand
 from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (KERNELS, LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE,
                                    LABEL_POSITIVE, default_priors, gram_matrix, kernel_mil_program)
@@ -71,7 +72,7 @@ class MILPrepared:
     mean: np.ndarray
     scale: np.ndarray
     width: float
-    psi: np.ndarray          # (N, M)
+    psi: np.ndarray | None   # (N, M); None: rows on demand (``instances``, ``zoo.inference.mil_rows``)
     gram: np.ndarray         # (M, M) psi'psi + ridge I
     ridge: float
     layout: GroupLayout
@@ -80,6 +81,7 @@ class MILPrepared:
     group_label: np.ndarray  # (G,) observed label codes
     fraction: np.ndarray | None
     log_weight: np.ndarray | None
+    instances: np.ndarray | None = None   # (N, D) standardized training instances, with psi None (rows on demand)
 
 
 def _build(variant: str):
@@ -172,8 +174,13 @@ def median_distance(X: np.ndarray, max_points: int = 1000, seed: int = 0) -> flo
     return float(np.median(d)) if d.size else 1.0
 
 
-def prepare(spec, data) -> MILPrepared:
-    """Validate ``data`` for the spec's variant (ValueError naming the field) and build the sampler's arrays."""
+def prepare(spec, data, rows: str | None = None) -> MILPrepared:
+    """Validate ``data`` for the spec's variant (ValueError naming the field) and build the sampler's arrays.
+    ``rows``: "stored" (psi (N, M) kept), "on_demand" (no N x M matrix: the Gram accumulated in blocks, rows of
+    psi' computed by the sweep when needed; no intercept), None: by ``mil_rows.rows_on_demand`` (N x M above
+    200 million entries). Both give the same draws up to rounding."""
+    if rows not in (None, "stored", "on_demand"):
+        raise ValueError(f"rows: {rows!r} is not None, 'stored' or 'on_demand'")
     if not isinstance(data, Bags):
         raise ValueError(f"data: expected zoo.data.Bags, got {type(data).__name__}")
     opts = spec.options
@@ -190,8 +197,18 @@ def prepare(spec, data) -> MILPrepared:
     Xs = (X - mean) / scale
     width = opts["width"] if opts["width"] is not None else median_distance(Xs)
     centres = Xs if opts.get("basis") is None else Xs[kmeans_pp_indices(Xs, opts["basis"])]
-    psi = np.asarray(gram_matrix(jnp.asarray(Xs), jnp.asarray(centres), opts["kernel"], width, opts["intercept"]))
-    gram = psi.T @ psi
+    if rows is None:
+        rows = "on_demand" if rows_on_demand(Xs.shape[0], centres.shape[0], opts["intercept"]) else "stored"
+    if rows == "on_demand" and opts["intercept"]:
+        raise ValueError("rows: rows on demand need intercept=False (the column of ones has no centre)")
+    if rows == "stored":
+        psi = np.asarray(gram_matrix(jnp.asarray(Xs), jnp.asarray(centres), opts["kernel"], width,
+                                     opts["intercept"]))
+        gram = psi.T @ psi
+    else:
+        psi = None
+        gram = blocked_gram(Xs, centres, lambda x, c: gram_matrix(jnp.asarray(x), jnp.asarray(c), opts["kernel"],
+                                                                  width))
     ridge = opts["ridge"] * max(float(np.mean(np.diag(gram))), 1e-300)
     gram = gram + ridge * np.eye(gram.shape[0])
     fraction, log_weight = None, None
@@ -203,16 +220,19 @@ def prepare(spec, data) -> MILPrepared:
         fraction = data.fractions
         log_weight = np.asarray(measurement_log_weight(jnp.asarray(fraction), jnp.asarray(layout.size),
                                                        float(opts["chi"]), n_max))
-    if not np.all(np.isfinite(psi)):
+    if not np.all(np.isfinite(gram if psi is None else psi)):
         raise ValueError("X: the kernel matrix has non-finite entries (check the features and the width)")
     return MILPrepared(X=centres, mean=mean, scale=scale, width=float(width), psi=psi, gram=gram, ridge=ridge,
                        layout=layout, kind=np.asarray(kind), family=np.asarray(family),
-                       group_label=np.asarray(observed), fraction=fraction, log_weight=log_weight)
+                       group_label=np.asarray(observed), fraction=fraction, log_weight=log_weight,
+                       instances=Xs if psi is None else None)
 
 
 def program_kwargs(spec, data) -> dict:
     """Keyword arguments of ``spec.program`` (the reference NumPyro program) for ``data``."""
-    prep = data if isinstance(data, MILPrepared) else prepare(spec, data)
+    prep = data if isinstance(data, MILPrepared) else prepare(spec, data, rows="stored")
+    if prep.psi is None:
+        raise ValueError("data: the NumPyro program needs the stored kernel matrix (prepare(..., rows='stored'))")
     return dict(psi=jnp.asarray(prep.psi), gram=jnp.asarray(prep.gram), group_index=jnp.asarray(prep.layout.index),
                 group_valid=jnp.asarray(prep.layout.valid), label_family=jnp.asarray(prep.family),
                 group_label=jnp.asarray(prep.group_label),
@@ -243,9 +263,10 @@ def _prior_settings(spec) -> tuple[MILHyper, Any]:
 def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool = False) -> MILConfig:
     """The static settings (compiled into the sampler). The prior settings travel with the problem
     (``mil_hyper``), so swapping them reuses the compiled code; a non-conjugate delta2 prior is a static density."""
-    m = prep.psi.shape[1]
+    m = prep.gram.shape[0] if prep.psi is None else prep.psi.shape[1]
     config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z,
-                       delta2_log_prob=_prior_settings(spec)[1])
+                       delta2_log_prob=_prior_settings(spec)[1],
+                       row_function=KERNELS[spec.options["kernel"]] if prep.psi is None else None)
     # the Z-collapsed scale move needs the exact Z | f draw after it (``mil_gibbs.mil_step``)
     return config if z_sampler == "exact" else config._replace(scale_tries=0)
 
@@ -258,7 +279,11 @@ def mil_hyper(spec) -> MILHyper:
 def mil_problem(spec, data) -> MILProblem:
     """The sampler's arrays for ``data`` (Bags, or what ``prepare`` made of them) and the spec's priors."""
     prep = data if isinstance(data, MILPrepared) else prepare(spec, data)
-    return MILProblem(psi=jnp.asarray(prep.psi), gram=jnp.asarray(prep.gram), psi_t=jnp.asarray(prep.psi.T),
+    stored = prep.psi is not None
+    rows = None if stored else KernelRows(x=jnp.asarray(prep.instances), centres=jnp.asarray(prep.X),
+                                          width=jnp.asarray(prep.width))
+    return MILProblem(psi=jnp.asarray(prep.psi) if stored else None, gram=jnp.asarray(prep.gram),
+                      psi_t=jnp.asarray(prep.psi.T) if stored else None, rows=rows,
                       layout=GroupLayout(*(jnp.asarray(a) for a in prep.layout)), kind=jnp.asarray(prep.kind),
                       log_weight=None if prep.log_weight is None else jnp.asarray(prep.log_weight),
                       ridge=jnp.asarray(prep.ridge), dp_groups=_dp_groups(prep), hyper=mil_hyper(spec))
@@ -296,7 +321,7 @@ def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, 
     without XLA's backend optimization. Returns (samples, stats, last_state), arrays (chain, draw, ...)."""
     total = num_warmup + num_samples * thinning
     if fast_compile is None:
-        fast_compile = num_chains * total * problem.psi.shape[0] < FAST_COMPILE_BELOW
+        fast_compile = num_chains * total * problem_sizes(problem)[0] < FAST_COMPILE_BELOW
     with progress_callback(total, "blocked Gibbs", progress_bar) as progress:
         result = sample_chunked(build_mil_kernel, config, problem,
                                 jax.random.split(jax.random.PRNGKey(seed), num_chains), num_warmup=num_warmup,
@@ -382,7 +407,7 @@ def predict(fit: Fit, data: Bags, max_draws: int | None = None) -> MILPrediction
     prep: MILPrepared = fit.state["prepared"]
     if data.X.shape[1] != prep.X.shape[1]:
         raise ValueError(f"X: expected {prep.X.shape[1]} features (as in training), got {data.X.shape[1]}")
-    beta = np.asarray(fit.idata.posterior["beta"]).reshape(-1, prep.psi.shape[1])
+    beta = np.asarray(fit.idata.posterior["beta"]).reshape(-1, prep.gram.shape[0])
     if max_draws is not None and beta.shape[0] > max_draws:
         beta = beta[np.linspace(0, beta.shape[0] - 1, max_draws).astype(int)]
     Xs = (data.X - prep.mean) / prep.scale
