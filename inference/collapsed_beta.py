@@ -53,7 +53,8 @@ from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards
 
 __all__ = ["LaplaceFit", "FitTable", "AnchorCache", "empty_anchor", "ensure_anchor", "laplace_fit", "proposal_fit",
            "grid_cell", "grid_log_delta2", "collapsed_beta_move",
-           "CollapsedData", "collapsed_group_log_likelihood", "log_target", "NEWTON_STEPS", "ANCHOR_STEPS", "T_DOF", "chi_square_shapes"]
+           "CollapsedData", "collapsed_group_log_likelihood", "log_target", "NEWTON_STEPS", "ANCHOR_STEPS", "T_DOF",
+           "chi_square_shapes"]
 
 #: Newton steps from the anchor to each proposal's centre, and from 0 to the anchor
 NEWTON_STEPS = 3

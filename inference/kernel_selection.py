@@ -30,8 +30,9 @@ from jax import lax
 
 from zoo.inference.linalg import ActiveSet, active_gram, apply_birth, apply_death, birth_terms, slot_mask
 
-__all__ = ["SelectionInfo", "basis_row", "active_rows", "kernel_selection_sweep", "draw_beta", "draw_delta2", "delta2_shape",
-           "delta2_metropolis_step", "scale_move", "scale_move_shape", "prior_quadratic_form", "log_marginal_gamma"]
+__all__ = ["SelectionInfo", "basis_row", "active_rows", "kernel_selection_sweep", "draw_beta", "draw_delta2",
+           "delta2_shape", "delta2_metropolis_step", "scale_move", "scale_move_shape", "prior_quadratic_form",
+           "log_marginal_gamma"]
 
 
 class SelectionInfo(NamedTuple):
@@ -75,9 +76,10 @@ def kernel_selection_sweep(key: jax.Array, aset: ActiveSet, b_active: jnp.ndarra
                            prior_b: float, min_pivot: float, basis_mask=None):
     """One systematic sweep of gamma_1..gamma_M with beta integrated out.
 
-    gram (M, M) = Psi'Psi + eps I; psi_t (M, N) = Psi' (or a function j -> row, ``basis_row``); z (N,); b_active (K_max,) = Psi_a' z in slot order
-    (zeros on unused slots). Only indices whose proposal changes gamma are visited (``_first_change``); all
-    other proposals are "stay" and cost nothing. b_j = psi_t[j]' z is formed at the visited j only, and
+    gram (M, M) = Psi'Psi + eps I; psi_t (M, N) = Psi' (or a function j -> row, ``basis_row``); z (N,);
+    b_active (K_max,) = Psi_a' z in slot order (zeros on unused slots). Only indices whose proposal changes
+    gamma are visited (``_first_change``); all other proposals are "stay" and cost nothing. b_j = psi_t[j]' z
+    is formed at the visited j only, and
     b_active is kept in step with the slots. Returns (ActiveSet, b_active, SelectionInfo).
     basis_mask (M,) bool or None: only the True centres are basis functions of the model (padded problems,
     ``mil_padding``); the others stay inactive and the prior counts M = sum(basis_mask) functions, so the chain

@@ -60,9 +60,10 @@ class MILHyper(NamedTuple):
 class MILProblem(NamedTuple):
     """The data side of the sampler (plain arrays) and the priors.
 
-    psi (N, M) or None (with ``rows``): design K(x_i, c_j) of the training points (M = N basis functions centred on them, plus a
-    column of ones with an intercept); gram (M, M): Psi'Psi + ridge I (precomputed once); layout: padded groups;
-    kind (G,): constraint codes (``orthant_sampler.constraint_flags``); log_weight (G, n_max + 1) or None:
+    psi (N, M) or None (with ``rows``): design K(x_i, c_j) of the training points (M = N basis functions centred
+    on them, plus a column of ones with an intercept); gram (M, M): Psi'Psi + ridge I (precomputed once);
+    layout: padded groups; kind (G,): constraint codes (``orthant_sampler.constraint_flags``);
+    log_weight (G, n_max + 1) or None:
     measurement weight over counts; hyper: the prior settings (``MILHyper``); ridge: the absolute jitter added
     to gram's diagonal (traced: data-dependent, no recompile); dp_groups (G_dp,) int or None: the groups whose
     sign pattern is random (``mixed_groups``); the others are pure and skip the forward-backward pass. None:
