@@ -186,3 +186,22 @@ def test_move_alone_leaves_the_program_joint_invariant(move, variant):
     changed = np.any(np.asarray(g) != np.asarray(fwd["gamma"][half]), 1) if move == "swap" else \
         np.asarray(d2) != np.asarray(fwd["delta2"][half])
     assert np.mean(changed) > 0.05
+
+
+def test_options_of_the_moves():
+    """scale_tries / swap_tries validated; the Metropolis Z sampler refuses the scale move (it needs Z drawn afresh
+    from Z | f after it) and runs without it by default."""
+    from zoo.data import Bags
+    from zoo.data.mil import ring_data
+    from zoo.papers import kueck04 as paper
+    d = ring_data(n=20, seed=1)
+    data = Bags(d.X, d.bag_ids, group_labels=d.group_labels)
+    spec = zoo.model("kueck04.constraint")
+    with pytest.raises(ValueError, match="scale_tries"):
+        zoo.fit(spec, data, method="blocked_gibbs_mh", scale_tries=2, num_samples=5, num_warmup=0,
+                progress_bar=False)
+    with pytest.raises(ValueError, match="swap_tries"):
+        zoo.fit(spec, data, method="blocked_gibbs", swap_tries=-1, num_samples=5, num_warmup=0, progress_bar=False)
+    prep = paper.prepare(spec, data)
+    assert paper.mil_config(spec, prep, "mh", False).scale_tries == 0
+    assert paper.mil_config(spec, prep, "exact", False).scale_tries > 0
