@@ -219,10 +219,11 @@ def _fs_geweke(n_forward, n_chain):
 
 def test_fs_sweep_passes_geweke_test_at_w_quarter():
     """Marginal-conditional (the program at w = 1/4, coverage by rejection) against successive-conditional
-    (X | Y, M from the program, then one FS sweep at w = 1/4). At w = 1 the kept forward draws' garbage share
-    would be about 0.32; here about 0.12, so a sweep that ignored w would fail (z of the garbage share)."""
+    (X | Y, M from the program, then one FS sweep at w = 1/4). Each image has two units and one keyword, so under
+    coverage the garbage share of the kept draws is w / (2 w + 1): 1/3 at w = 1, 1/6 at w = 1/4; a sweep that
+    ignored w would fail (z of the garbage share)."""
     g_fwd = _fs_geweke(6000, 4000)
-    assert g_fwd[:, P].mean() < 0.2
+    assert abs(g_fwd[:, P].mean() - 1 / 6) < 0.02
 
 
 @pytest.mark.slow
