@@ -8,7 +8,10 @@ pairs where a choice is made:
   SI-SVM, the co-occurrence and MoM-HDP blob-token codebooks);
 - MoM number of topics / truncation and the HDP's concentrations: the default vs the best training ELBO over a
   grid (a variational lower bound on the marginal likelihood, i.e. empirical Bayes; never the test images);
-- the C of logistic regression, SI-SVM and the supervised bound: fixed vs inner 3-fold CV over training images.
+- the C of logistic regression, SI-SVM and the supervised bound: fixed vs inner 3-fold CV over training images;
+- gustafson07's garbage-class prior: the paper's w = 1 vs w chosen by held-out caption log predictive on an inner
+  split of the training images (``zoo.papers.gustafson07_garbage``; not in the full run's stages: 4 more MCMC
+  fits per split).
 """
 from __future__ import annotations
 
@@ -128,15 +131,23 @@ def _with_X(regions, X):
                             region_labels=regions.region_labels, allow_unannotated=True)
 
 
-def _gustafson(variant: str) -> Callable:
+def _gustafson(variant: str, select_garbage: bool = False) -> Callable:
+    """select_garbage: the garbage label's prior weight w chosen from {0.1, 0.3, 1, 3} by the held-out caption
+    log predictive on an inner 75 / 25 split of the training images (``gustafson07_garbage``; 4 more fits),
+    else the paper's w = 1 (uniform over S_i)."""
     def run(train, blind, s: Settings) -> Scores:
         import zoo
         from zoo.data.splits import subset_images
         sizes = np.bincount(train.image_ids, minlength=train.n_images)
         ok = [i for i in range(train.n_images) if 0 < len(train.keywords[i]) <= sizes[i]]  # coverage possible
         n = 100 if s.fast else 500
-        fit = zoo.fit(zoo.model(f"gustafson07.{variant}"), subset_images(train, ok), method="collapsed_gibbs",
-                      seed=s.seed, num_chains=1, num_warmup=n, num_samples=n, progress_bar=False)
+        w = 1.0
+        if select_garbage:
+            from zoo.papers.gustafson07_garbage import choose_garbage_weight
+            w = choose_garbage_weight(train, variant, seed=s.seed, num_warmup=n, num_samples=n).weight
+        fit = zoo.fit(zoo.model(f"gustafson07.{variant}", garbage_weight=w), subset_images(train, ok),
+                      method="collapsed_gibbs", seed=s.seed, num_chains=1, num_warmup=n, num_samples=n,
+                      progress_bar=False)
         pred = fit.predict(blind)
         column = {c: j for j, c in enumerate(pred.concepts)}
         region = np.stack([pred.label_proba[:, column[w]] for w in train.vocabulary], axis=1)
@@ -233,6 +244,8 @@ METHODS: dict[str, tuple[str, Callable]] = {
     "gustafson07 FULL": ("model", _gustafson("full")),
     "gustafson07 FS": ("model", _gustafson("fs")),
     "gustafson07 CVFS": ("model", _gustafson("cvfs")),
+    "gustafson07 FULL (garbage weight selected)": ("model", _gustafson("full", select_garbage=True)),
+    "gustafson07 FS (garbage weight selected)": ("model", _gustafson("fs", select_garbage=True)),
     "MoM-LDA (K=20, default)": ("model", _mom(None, "yakhnenko.mom_lda", LDA_DEFAULT)),
     "MoM-LDA (K by ELBO)": ("model", _mom("K")),
     "MoM-LDA (K, alpha by ELBO)": ("model", _mom("K, alpha")),

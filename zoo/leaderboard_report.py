@@ -29,6 +29,10 @@ PAIRS = (
     ("logistic regression C by inner 3-fold CV", "logistic regression (C=1, default)",
      "logistic regression (C selected)"),
     ("SI-SVM C by inner 3-fold CV", "SI-SVM (C=1, default)", "SI-SVM (C selected)"),
+    ("gustafson07 FULL garbage weight by inner caption log predictive", "gustafson07 FULL",
+     "gustafson07 FULL (garbage weight selected)"),
+    ("gustafson07 FS garbage weight by inner caption log predictive", "gustafson07 FS",
+     "gustafson07 FS (garbage weight selected)"),
 )
 
 
