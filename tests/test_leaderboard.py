@@ -241,3 +241,23 @@ def test_best_by_elbo_keeps_the_highest_training_elbo(monkeypatch):
     lm.best_by_elbo("yakhnenko.mom_lda", grid[:2], counts, 0, 10)
     assert fits == [5, 10, 20]                       # the same split's fits are reused, not refitted
     lm._FITS.clear()
+
+
+def test_inner_p5_selection_fits_without_the_words_its_inner_part_lacks():
+    """A word seen only in held-out training images is not an all-zero column of the inner fit (which would be
+    refused) and the refit on all training images keeps every word."""
+    from zoo.data import MultimodalCounts
+    from zoo.leaderboard_corel import select_by_inner_p5
+    rng = np.random.default_rng(0)
+    n, seed = 40, 0
+    words = rng.poisson(1.0, (n, 6))
+    words[:, 5] = 0
+    held = np.sort(np.random.default_rng(seed + 1000).permutation(n)[: n // 5])
+    words[held[0], 5] = 2                       # the last word only in one held-out image
+    words[words.sum(axis=1) == 0, 0] = 1
+    visual = rng.poisson(2.0, (n, 8)) + 1
+    train = MultimodalCounts(words, visual, [f"w{i}" for i in range(6)], None)
+    grid = [dict(truncation=3, alpha_pi=0.1), dict(truncation=3, alpha_pi=1.0)]
+    fit, options, trace = select_by_inner_p5("yakhnenko.mom_hdp", grid, train, seed, max_iter=10)
+    assert options in grid and len(trace) == 2 and all(0.0 <= p5 <= 1.0 for _, p5 in trace)
+    assert fit.predict(MultimodalCounts(np.zeros((2, 6), np.int64), visual[:2])).caption_word_proba.shape == (2, 6)
