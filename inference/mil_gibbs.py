@@ -316,13 +316,14 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     z = state.z
     hyper = problem.hyper
     swap_acc = jnp.zeros(())
+    psi_t = _psi_t(problem, config)                 # rows of Psi': stored (M, N) or a function j -> row
     if config.update_gamma:
         aset, b_active, sel = kernel_selection_sweep(k_gamma, state.aset, state.b_active, problem.gram,
-                                                     _psi_t(problem, config), z, state.delta2, hyper.prior_a,
+                                                     psi_t, z, state.delta2, hyper.prior_a,
                                                      hyper.prior_b, 0.5 * problem.ridge, problem.basis_mask)
         if config.swap_tries > 0:
             aset, b_active, n_swap = swap_move(jax.random.fold_in(k_gamma, 1), aset, b_active, problem.gram,
-                                               _psi_t(problem, config), z, state.delta2, config.swap_tries,
+                                               psi_t, z, state.delta2, config.swap_tries,
                                                0.5 * problem.ridge, problem.basis_mask)
             swap_acc = n_swap.astype(jnp.float64) / config.swap_tries
     else:
@@ -330,7 +331,7 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
         aset, b_active = state.aset, state.b_active
         sel = SelectionInfo(proposals=zero, accepted=zero, capacity_hits=zero)
     aset = refresh_if_inaccurate(aset, problem.gram)
-    rows = active_rows(aset, _psi_t(problem, config))                 # (K_max, N): one row gather per sweep
+    rows = active_rows(aset, psi_t)                                   # (K_max, N): one row gather per sweep
     laplace = config.beta_move == "laplace"
     # fixed active set with the collapsed move: Z is needed by nothing (no gamma moves), so it is integrated out
     # throughout: no data augmentation (beta | Z, rescaling); Z | beta drawn only when it is stored

@@ -127,6 +127,14 @@ def _ridge(psi):
     return jnp.asarray(1e-10 * float(jnp.mean(jnp.diag(psi.T @ psi))))
 
 
+def _forward_halves(kwargs: dict, chi, n_draws: int, seed: int):
+    """2 n_draws forward draws (theta, data) of the program: (draws, group labels, fractions (zeros without
+    chi), the half to move, the reference half that stays untouched)."""
+    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(seed), **kwargs)
+    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
+    return fwd, fwd["group_label"], fraction, slice(n_draws, None), slice(0, n_draws)
+
+
 @pytest.mark.parametrize("variant, beta_move", [("constraint", "gibbs"), ("measurement", "gibbs"),
                                                ("hybrid", "gibbs"), ("constraint", "laplace"),
                                                pytest.param("hybrid", "laplace", marks=pytest.mark.slow),
@@ -136,16 +144,13 @@ def test_gibbs_sweeps_leave_the_program_joint_invariant(variant, beta_move):
     "laplace-fixed": the sweep of a fixed active set with Z integrated out (delta2 | beta, the collapsed move)."""
     psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws, n_sweeps = 6000, 4
-    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(0), **kwargs)
-    label = fwd["group_label"]          # all LABEL_FREE (no constraint) under the measurement model
-    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
+    # labels: all LABEL_FREE (no constraint) under the measurement model
+    fwd, label, fraction, half, ref = _forward_halves(kwargs, chi, n_draws, seed=0)
     # measurement and hybrid run the same compiled transition (count DP, labels traced: free = no constraint)
     moved_by = _moved_by_sweeps(chi, n_sweeps, beta_move)
-    half = slice(n_draws, None)      # the reference half stays untouched; the other half is moved
     keys = jax.random.split(jax.random.PRNGKey(1), n_draws)
     g, b, d2, z = moved_by(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half], fwd["z"][half],
                            label[half], fraction[half])
-    ref = slice(0, n_draws)
     reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], fwd["z"][ref], psi,
                        label[ref] if has_labels else None, fraction[ref] if chi else None)
     moved = _stats(g.astype(float), b, d2, z, psi, label[half] if has_labels else None,
@@ -232,10 +237,7 @@ def test_collapsed_beta_move_alone_leaves_the_program_joint_invariant(variant, j
     do not show a proposal density taken from the fit of the old delta2's grid node, which 15 do: |z| 4.9)."""
     psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws = 6000
-    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(5), **kwargs)
-    label = fwd["group_label"]
-    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
-    half, ref = slice(n_draws, None), slice(0, n_draws)
+    fwd, label, fraction, half, ref = _forward_halves(kwargs, chi, n_draws, seed=5)
     keys = jax.random.split(jax.random.PRNGKey(6), n_draws)
     moved_by = _moved_by_collapsed_move(chi, 15 if joint_from_table else 3, joint_from_table)
     b, d2 = moved_by(keys, fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half], fwd["z"][half], label[half],

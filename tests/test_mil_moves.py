@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from numpyro.infer import Predictive
 
 import zoo  # noqa: F401
 from zoo.inference.collapsed_beta import CollapsedData, collapsed_group_log_likelihood
@@ -22,9 +21,9 @@ from zoo.inference.linalg import active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.mil_gibbs import state_from_position
 from zoo.inference.mil_scale import collapsed_scale_move
 from zoo.inference.mil_swap import swap_move
-from zoo.models.kernel_mil import gram_matrix, kernel_mil_program
+from zoo.models.kernel_mil import gram_matrix
 
-from test_kueck04_geweke import HYPER, _setup, _stats, _zscores
+from test_kueck04_geweke import HYPER, _forward_halves, _setup, _stats, _zscores
 
 pytestmark = [pytest.mark.filterwarnings("ignore:convergence"), pytest.mark.filterwarnings("ignore:kueck04")]
 
@@ -171,10 +170,7 @@ def test_move_alone_leaves_the_program_joint_invariant(move, variant):
     """hybrid: measurement weights (count DP) in the collapsed likelihood of the scale move."""
     psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws = 6000
-    fwd = Predictive(kernel_mil_program, num_samples=2 * n_draws)(jax.random.PRNGKey(11), **kwargs)
-    label = fwd["group_label"]
-    fraction = fwd["fraction"] if chi else jnp.zeros((2 * n_draws, 2))
-    half, ref = slice(n_draws, None), slice(0, n_draws)
+    fwd, label, fraction, half, ref = _forward_halves(kwargs, chi, n_draws, seed=11)
     g, b, d2, z = _moved_by(move, 3, variant)(jax.random.split(jax.random.PRNGKey(12), n_draws),
                                               fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half],
                                               fwd["z"][half], label[half], fraction[half])

@@ -126,7 +126,7 @@ def region_arrays(data: AnnotatedRegions, mean=None, scale=None) -> RegionArrays
 def _build(variant: str, garbage_weight: float = 1.0):
     """One option, ``garbage_weight`` (w > 0, default 1): the label prior Pr(Y_ij = 0) proportional to w and to 1
     for each keyword of S_i; w = 1 is the paper's uniform prior over S_i (Sec. 3, lambda fixed uniform); a w
-    chosen on training data: ``zoo.experiments.gustafson07_garbage.choose_garbage_weight``.
+    chosen on training data: ``zoo.papers.gustafson07_garbage.choose_garbage_weight``.
     Every other prior is a prior site (``zoo.models.feature_selection.PRIOR_SITES``; swap them with
     ``priors=``): Sigma ~ ConceptCovariance(a_extra, v_scale), mu ~ ConceptMean(b) (all variants); M (FS, a
     Bernoulli per feature); alpha (CVFS, a Beta or a mixture of Betas), Omega ~ BackgroundCovariance(nu_extra,
