@@ -65,8 +65,21 @@ def test_baselines_recover_separable_words():
         scores = fn(split.train, split.blind)
         assert lb.tie_accuracy(scores, split.labels) > 0.9, fn.__name__
     scores = bl.mi_svm_scores(split.train, split.blind)
-    # per-word SVMs' decision values are not calibrated against each other: well above chance (1/2), not perfect
+    # per-word SVMs, each Platt-scaled on its own training values: well above chance (1/2), not perfect
     assert lb.tie_accuracy(scores, split.labels, split.keywords[split.blind.image_ids]) > 0.75
+    assert np.all((scores >= 0) & (scores <= 1))
+
+
+def test_platt_probabilities_recover_a_logistic_link_and_stay_finite_when_separable():
+    rng = np.random.default_rng(0)
+    f = rng.normal(0, 2, 20000)
+    y = (rng.random(f.size) < 1 / (1 + np.exp(-(2.0 * f - 1.0)))).astype(int)
+    grid = np.array([-1.0, 0.0, 0.5, 1.0])
+    np.testing.assert_allclose(bl.platt_probabilities(f, y, grid), 1 / (1 + np.exp(-(2.0 * grid - 1.0))), atol=0.02)
+    # perfectly separated decision values (an SVM's training margins): Platt's smoothed targets keep a, b finite
+    f_sep = np.r_[rng.uniform(1, 3, 50), rng.uniform(-3, -1, 200)]
+    p = bl.platt_probabilities(f_sep, (f_sep > 0).astype(int), np.array([-5.0, -1.0, 0.0, 1.0, 5.0]))
+    assert np.all(np.isfinite(p)) and np.all(np.diff(p) > 0) and 0 < p[0] < 0.05 and 0.95 < p[-1] < 1
 
 
 def test_split_standardizes_with_training_data_and_hides_test_captions():

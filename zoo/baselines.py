@@ -18,7 +18,8 @@ test labels: restricting a prediction to the test image's caption is the leaderb
 - ``si_svm_scores``: single-instance SVM (scikit-learn SVC, RBF): inherited labels, one-vs-rest decision values.
 - ``mi_svm_scores``: mi-SVM (Andrews, Tsochantaridis & Hofmann 2003, Sec. 2): per word, instances of images
   without the word are negative; those of images with it start positive and are relabelled by the SVM's sign,
-  keeping at least the best instance of each positive image positive, until the labels stop changing.
+  keeping at least the best instance of each positive image positive, until the labels stop changing. The
+  per-word decision values are mapped to probabilities by Platt scaling, so that words can be compared.
 - ``supervised_scores``: the upper bound, logistic regression on the training regions' TRUE labels (which the
   weakly supervised models never see); C by inner cross-validation on the training regions.
 """
@@ -28,7 +29,7 @@ import numpy as np
 
 __all__ = ["inherited_labels", "chance_scores", "word_frequency_scores", "cooccurrence_scores",
            "naive_bayes_scores", "logistic_regression_scores", "si_svm_scores", "mi_svm_scores",
-           "supervised_scores", "image_folds", "C_GRID"]
+           "platt_probabilities", "supervised_scores", "image_folds", "C_GRID"]
 
 C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)
 
@@ -178,10 +179,15 @@ def si_svm_scores(train, test, C: float | str = 1.0, seed: int = 0, max_rows: in
 
 
 def mi_svm_scores(train, test, C: float = 1.0, max_iter: int = 10) -> np.ndarray:
-    """(R_test, W) mi-SVM decision values, one RBF SVC per word (Andrews et al. 2003, Sec. 2, the heuristic
+    """(R_test, W) mi-SVM region probabilities, one RBF SVC per word (Andrews et al. 2003, Sec. 2, the heuristic
     loop of Fig. 1): regions of images without the word are negative; regions of images with it start positive;
     repeat {fit; relabel positive images' regions by sign; if none is positive, the highest one is} until no
-    label changes or ``max_iter`` fits. A word in every or no training caption scores a constant."""
+    label changes or ``max_iter`` fits. Each word's decision values f are then mapped to Pr(word) =
+    sigmoid(a f + b) (Platt 1999), (a, b) fitted by logistic regression to the final instance labels of the
+    training regions: raw margins of separately trained SVMs are on different scales, so ranking the words of an
+    image (P@5) or of a region by them is arbitrary. Fitted on the SVM's own training values, the probabilities
+    are somewhat over-confident (Platt's held-out fit would cost five more SVMs per word); the map is monotone per
+    word, so each word's ranking of regions is the SVM's. A word in every or no training caption scores 1 or 0."""
     from sklearn.svm import SVC
 
     keywords = train.keyword_matrix().astype(bool)
@@ -189,7 +195,7 @@ def mi_svm_scores(train, test, C: float = 1.0, max_iter: int = 10) -> np.ndarray
     for w in range(_n_words(train)):
         positive_image = keywords[:, w][train.image_ids]
         if positive_image.all() or not positive_image.any():
-            out[:, w] = 1.0 if positive_image.all() else -1.0
+            out[:, w] = 1.0 if positive_image.all() else 0.0
             continue
         y = positive_image.astype(int)
         model = None
@@ -204,8 +210,31 @@ def mi_svm_scores(train, test, C: float = 1.0, max_iter: int = 10) -> np.ndarray
             if np.array_equal(new, y):
                 break
             y = new
-        out[:, w] = model.decision_function(test.X)
+        out[:, w] = platt_probabilities(model.decision_function(train.X), y, model.decision_function(test.X))
     return out
+
+
+def platt_probabilities(f_train: np.ndarray, y_train: np.ndarray, f_test: np.ndarray) -> np.ndarray:
+    """Platt scaling: sigmoid(a f_test + b), (a, b) the maximum-likelihood logistic fit of the 0/1 labels
+    ``y_train`` (n,) on the decision values ``f_train`` (n,), with Platt's (1999) smoothed targets
+    (n+ + 1) / (n+ + 2) and 1 / (n- + 2) against over-fitting separable values. Returns (m,) in (0, 1)."""
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
+
+    f_train, y_train = np.asarray(f_train, float), np.asarray(y_train, int)
+    n_pos, n_neg = int(y_train.sum()), int((1 - y_train).sum())
+    target = np.where(y_train == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+    def loss(ab):        # cross-entropy of the smoothed targets, log-space (stable for large |a f|)
+        z = ab[0] * f_train + ab[1]
+        return -float(np.sum(target * log_expit(z) + (1 - target) * log_expit(-z)))
+
+    def grad(ab):
+        r = expit(ab[0] * f_train + ab[1]) - target
+        return np.array([float(r @ f_train), float(r.sum())])
+
+    ab = minimize(loss, np.array([1.0, 0.0]), jac=grad, method="BFGS").x
+    return expit(ab[0] * np.asarray(f_test, float) + ab[1])
 
 
 def supervised_scores(train, test, C: float | str = "cv", seed: int = 0) -> np.ndarray:
