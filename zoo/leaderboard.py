@@ -295,9 +295,15 @@ def plot_leaderboard(summary: list[dict], path):
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(r["dataset"] for r in summary))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(7 * len(datasets), 0.35 * len(summary) + 2), squeeze=False)
+    # one panel per data set, three to a row; a panel's height follows its own number of methods
+    n_cols = min(3, len(datasets))
+    n_rows = -(-len(datasets) // n_cols)
+    most = max(sum(r["dataset"] == d for r in summary) for d in datasets)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(7 * n_cols, (0.3 * most + 1.5) * n_rows), squeeze=False)
+    for ax in axes.flat[len(datasets):]:
+        ax.set_visible(False)
     colours = {"baseline": "tab:grey", "model": "tab:blue", "bound": "tab:green"}
-    for ax, dataset in zip(axes[0], datasets):
+    for ax, dataset in zip(axes.flat, datasets):
         rows = [r for r in summary if r["dataset"] == dataset]
         y = np.arange(len(rows))
         regions = any(np.isfinite(r["caption_acc"][0]) for r in rows)
