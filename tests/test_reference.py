@@ -239,3 +239,34 @@ def test_build_saves_the_main_run_before_the_cross_check(monkeypatch, tmp_path):
     assert c["kind"] == "mcmc" and c["draws"] == 200 and c["chains"] == 10 and c["meets_bar"] is False
     assert c["cross_check"] == {"method": "broken", "status": "not run: the build stopped first"}
     assert c["command"].endswith("--draws 200") and saved.names == names
+
+
+def test_add_cross_check_appends_agreement_without_rebuilding(monkeypatch, tmp_path):
+    """add_cross_check runs one more kernel against the stored reference: an unbiased one agrees (small |z|), a
+    biased one does not; each record is appended to more_cross_checks and the reference's values stay as stored."""
+    import shutil
+    import zoo.reference as zr
+    import zoo.reference_problems as rp
+    from zoo.reference import add_cross_check
+    src = zr.REFERENCE_DIR / "gustafson07.fs__bench_tiny.json"
+    shutil.copy(src, tmp_path / src.name)
+    monkeypatch.setattr(zr, "REFERENCE_DIR", tmp_path)
+    base = rp.problem("gustafson07.fs", "bench_tiny")
+
+    def factory(shift):
+        def make(chains, warmup):
+            run = _iid_sampler(shift)
+            return lambda seed, data, draws: run(np.array([0, seed]), data, draws)
+        return make
+    fake = rp.Problem("gustafson07.fs", "bench_tiny", "test", base.data, base.quantities,
+                      {"fair": factory(0.0), "biased": factory(0.05)}, "fair", None, None)
+    monkeypatch.setattr(rp, "problem", lambda m, d: fake)
+    before = zoo.reference("gustafson07.fs", "bench_tiny")
+    fair = add_cross_check("gustafson07.fs", "bench_tiny", "fair", chains=4, warmup=0, draws=2000)
+    biased = add_cross_check("gustafson07.fs", "bench_tiny", "biased", chains=4, warmup=0, draws=2000)
+    assert fair["max_abs_z"] < 4.5 < biased["max_abs_z"] and fair["n_quantities"] == len(before.names)
+    after = zoo.reference("gustafson07.fs", "bench_tiny")
+    assert [r["method"] for r in after.construction["more_cross_checks"]] == ["fair", "biased"]
+    assert after.mean == before.mean and after.mcse == before.mcse
+    with pytest.raises(ValueError, match="method"):
+        add_cross_check("gustafson07.fs", "bench_tiny", "nope", draws=100)

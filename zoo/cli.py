@@ -307,8 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reference", parents=[debug], formatter_class=_Formatter,
                        help="reference posteriors: list them, or build one (long)",
                        description="`zoo reference list`: the stored references; `zoo reference build ID --dataset "
-                                   "NAME`: rebuild one (enumeration or >= 10 long chains; minutes to hours).")
-    p.add_argument("action", choices=("list", "build"), help="list or build")
+                                   "NAME`: rebuild one (enumeration or >= 10 long chains; minutes to hours); `zoo reference "
+                                   "cross-check ID --dataset NAME --method M`: run another exact kernel against the "
+                                   "stored reference and record the agreement in its file.")
+    p.add_argument("action", choices=("list", "build", "cross-check"),
+                   help="list, build, or cross-check a stored reference with another exact kernel (--method)")
     p.add_argument("model", nargs="?", default=None, help="model id to build, e.g. kueck04.constraint")
     p.add_argument("--dataset", default=None, help="the reference's data set (see `zoo reference list`)")
     p.add_argument("--chains", type=int, default=10, help="chains (at least 10 for the reference bar)")
@@ -318,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="draws per chain of the cross-check kernel (default: --draws)")
     p.add_argument("--thinning", type=int, default=1,
                    help="keep one sweep in N (Gibbs samplers; --draws counts sweeps)")
+    p.add_argument("--method", default=None, help="cross-check: the problem's sampler to run against the stored "
+                                                 "reference, e.g. 'blocked_gibbs (beta_move=laplace)'")
     p.set_defaults(run=lambda args: __import__("zoo.reference", fromlist=["cli"]).cli(args))
 
     p = sub.add_parser("check-sampler", parents=[debug], formatter_class=_Formatter,

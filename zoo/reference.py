@@ -55,7 +55,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["Reference", "reference", "references", "build", "summarize_draws", "REFERENCE_DIR", "FORMAT",
+__all__ = ["Reference", "reference", "references", "build", "add_cross_check", "summarize_draws", "REFERENCE_DIR", "FORMAT",
            "RHAT_BAR", "ESS_BAR"]
 
 FORMAT = "zoo-reference/1"
@@ -275,6 +275,41 @@ def build(model_id: str, dataset: str, *, chains: int = MIN_CHAINS, warmup: int 
     return ref
 
 
+def add_cross_check(model_id: str, dataset: str, method: str, *, chains: int = MIN_CHAINS, warmup: int = 1000,
+                    draws: int = 5000, thinning: int = 1, seed: int = 2000, save: bool = True) -> dict:
+    """Run the problem's sampler ``method`` (``chains`` x ``warmup`` + ``draws`` sweeps) against the STORED
+    reference of ``model_id`` on ``dataset`` without rebuilding it, and append the agreement record (``cross_check``'s
+    fields plus the run's settings, min ESS and max r-hat, so that a poorly mixing check can be told from a
+    failing one) to ``construction["more_cross_checks"]``; the file is rewritten only when ``save``. For a
+    reference whose own cross-check kernel does not mix (kueck04.hybrid / ring60) this adds a second, different
+    exact kernel. Returns the record."""
+    from zoo.reference_problems import problem
+    prob = problem(model_id, dataset)
+    if method not in prob.samplers:
+        raise ValueError(f"method: {method!r} is not a sampler of {model_id}/{dataset}; known: {sorted(prob.samplers)}")
+    if not isinstance(draws, int) or draws < 10:
+        raise ValueError(f"draws: expected an int >= 10, got {draws!r}")
+    if not isinstance(thinning, int) or thinning < 1:
+        raise ValueError(f"thinning: expected an int >= 1, got {thinning!r}")
+    ref = reference(model_id, dataset)
+    thin = {"thinning": thinning} if thinning > 1 else {}
+    t0 = time.perf_counter()
+    run = prob.samplers[method](chains=chains, warmup=warmup, **thin)
+    second = summarize_draws(prob.quantities(run(seed, prob.data(), draws)))
+    stored = {n: {"mean": ref.mean[n], "mcse": ref.mcse[n]} for n in ref.names}
+    ess = [s["ess"] for s in second.values() if s["ess"] is not None]
+    rhat = [s["rhat"] for s in second.values() if s["rhat"] is not None]
+    record = {"method": method, "chains": chains, "warmup": warmup, "draws": draws, "seed": seed, **thin,
+              "unit": "both runs' MCSE", "min_ess": float(min(ess)) if ess else None,
+              "max_rhat": float(max(rhat)) if rhat else None, "seconds": round(time.perf_counter() - t0, 1),
+              **cross_check(stored, second)}
+    if save:
+        construction = dict(ref.construction)
+        construction["more_cross_checks"] = [*construction.get("more_cross_checks", []), record]
+        dataclasses.replace(ref, construction=construction).save(_path(model_id, dataset))
+    return record
+
+
 def _command(model_id, dataset, chains, warmup, draws, cross_check_draws, thinning) -> str:
     """The ``zoo reference build`` command line that rebuilds a reference with these settings."""
     words = [f"zoo reference build {model_id} --dataset {dataset}", f"--chains {chains}", f"--warmup {warmup}",
@@ -298,7 +333,16 @@ def cli(args) -> int:
             print(line)
         return 0
     if args.model is None or args.dataset is None:
-        raise ValueError("model/--dataset: `zoo reference build` needs a model id and --dataset")
+        raise ValueError(f"model/--dataset: `zoo reference {args.action}` needs a model id and --dataset")
+    if args.action == "cross-check":
+        if not getattr(args, "method", None):
+            raise ValueError("--method: `zoo reference cross-check` needs the sampler to run (see the problem's "
+                             "samplers in zoo.reference_problems)")
+        record = add_cross_check(args.model, args.dataset, args.method, chains=args.chains, warmup=args.warmup,
+                                 draws=args.draws, thinning=getattr(args, "thinning", 1))
+        print(json.dumps(record, indent=1))
+        print(f"appended to {_path(args.model, args.dataset)}")
+        return 0
     ref = build(args.model, args.dataset, chains=args.chains, warmup=args.warmup, draws=args.draws,
                 cross_check_draws=getattr(args, "cross_check_draws", None), thinning=getattr(args, "thinning", 1))
     print(ref.summary())
