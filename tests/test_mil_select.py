@@ -26,3 +26,6 @@ def test_nested_cross_validation_picks_the_best_inner_setting_per_outer_fold():
     run = nested_cross_validate(data, folds, n_inner=2, inner_sweeps=20, outer_sweeps=20, max_active=8, grid=grid)
     assert run.scores.shape == (18,) and np.all((run.scores >= 0) & (run.scores <= 1))
     assert [grid[int(np.argmax(inner))] for inner in run.inner] == run.chosen
+    subset = nested_cross_validate(data, folds, n_inner=2, inner_sweeps=20, outer_sweeps=20, max_active=8, grid=grid,
+                                   basis=10)                                # 10 k-means++ centres of ~60 instances
+    assert subset.scores.shape == (18,) and np.all(np.isfinite(subset.scores))

@@ -40,9 +40,9 @@ class SelectionRun:
     capacity_hits: int
 
 
-def _spec(kernel: str, width: float, max_active: int):
+def _spec(kernel: str, width: float, max_active: int, basis: int | None = None):
     return zoo.model("kueck04.constraint", kernel=kernel, width=float(width), standardize=True,
-                     max_active=max_active)
+                     max_active=max_active, basis=basis)
 
 
 def _standardized_median(train: Bags) -> float:
@@ -58,9 +58,11 @@ def log_score(p: np.ndarray, y: np.ndarray) -> float:
 
 
 def nested_cross_validate(data: Bags, folds: np.ndarray, *, n_inner: int = 3, inner_sweeps: int = 300,
-                          outer_sweeps: int = 1000, max_active: int = 100, grid=GRID) -> SelectionRun:
+                          outer_sweeps: int = 1000, max_active: int = 100, grid=GRID,
+                          basis: int | None = None) -> SelectionRun:
     """Outer folds ``folds`` (B,); inner: ``n_inner`` stratified folds (seed 1) of each outer training part,
-    ``inner_sweeps`` warm-up + sampling sweeps per inner fit, ``outer_sweeps`` each for the refits."""
+    ``inner_sweeps`` warm-up + sampling sweeps per inner fit, ``outer_sweeps`` each for the refits; ``basis``:
+    the model's option (None: a basis function on every training instance; M: M k-means++ centres)."""
     from zoo.experiments.kueck04_cv import fit_padded, fold_scores
     outer_ids = np.unique(folds)
     jobs, where = [], []
@@ -74,7 +76,7 @@ def nested_cross_validate(data: Bags, folds: np.ndarray, *, n_inner: int = 3, in
         for j in range(n_inner):
             part = subset_bags(train, np.flatnonzero(inner != j))
             for s, (kernel, factor) in enumerate(grid):
-                jobs.append((_spec(kernel, factor * medians[k], max_active), part, 1000 * int(k) + j))
+                jobs.append((_spec(kernel, factor * medians[k], max_active, basis), part, 1000 * int(k) + j))
                 where.append((k, j, s, np.flatnonzero(inner == j)))
     inner_fits = fit_padded(jobs, num_warmup=inner_sweeps, num_samples=inner_sweeps)
     table = {k: np.zeros((n_inner, len(grid))) for k in outer_ids}
@@ -87,8 +89,8 @@ def nested_cross_validate(data: Bags, folds: np.ndarray, *, n_inner: int = 3, in
     for k in outer_ids:
         kernel, factor = grid[int(np.argmax(table[k].mean(0)))]
         chosen.append((kernel, factor))
-        refits.append((_spec(kernel, factor * medians[k], max_active), subset_bags(data, np.flatnonzero(folds != k)),
-                       int(k)))
+        refits.append((_spec(kernel, factor * medians[k], max_active, basis),
+                       subset_bags(data, np.flatnonzero(folds != k)), int(k)))
     outer_fits = fit_padded(refits, num_warmup=outer_sweeps, num_samples=outer_sweeps)
     scores = np.zeros(data.n_bags)
     for k, (spec, _, _), fit in zip(outer_ids, refits, outer_fits):
