@@ -24,6 +24,10 @@ CI) in one of two ways, recorded in its ``construction``:
   and ``construction["cross_check"]`` stores its largest |z| = |difference| / sqrt(mcse_a^2 + mcse_b^2).
 
 Either way ``construction["command"]`` is the ``zoo reference build`` command line that rebuilds the file.
+``add_cross_check`` (CLI: ``zoo reference cross-check ID --dataset NAME --method M``) runs one more of the problem's
+exact kernels against the stored reference, without rebuilding it, and appends its agreement record to
+``construction["more_cross_checks"]`` (used where the build's own cross-check kernel does not mix: kueck04.hybrid
+on ring60).
 
 File format (JSON, one file per reference: ``zoo/references/<model_id>__<dataset>.json``, shipped as package data)::
 
@@ -32,7 +36,7 @@ File format (JSON, one file per reference: ``zoo/references/<model_id>__<dataset
      "quantities": {"Pr(M_1 = 1)": {"mean": 0.93, "mcse": 0.0021, "rhat": 1.0004, "ess": 12011.0}, ...},
      "construction": {"kind": "mcmc" | "enumeration", "method": ..., "chains": 10, "warmup": ..., "draws": ...,
                       "seed": 0, "min_ess": ..., "max_rhat": ..., "meets_bar": true, "cross_check": {...},
-                      "seconds": ...},
+                      "more_cross_checks": [{...}, ...] (optional), "seconds": ...},
      "versions": {"zoo_version": "0.1.0 (<commit>)", "jax_version": ..., ...}, "created_at": "<UTC ISO time>"}
 
 ``rhat`` and ``ess`` are null for enumeration (and for a quantity constant in every draw). Quantities never depend
