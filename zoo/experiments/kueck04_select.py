@@ -46,7 +46,7 @@ def _spec(kernel: str, width: float, max_active: int, basis: int | None = None):
 
 
 def _standardized_median(train: Bags) -> float:
-    from zoo.papers.kueck04 import median_distance
+    from zoo.papers.kueck04_prepare import median_distance
     scale = train.X.std(0)
     return median_distance((train.X - train.X.mean(0)) / np.where(scale > 0, scale, 1.0))
 

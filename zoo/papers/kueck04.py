@@ -51,10 +51,8 @@ from zoo.results import Fit, to_inference_data
 __all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwargs", "predict", "mil_config",
            "mil_problem", "mil_hyper", "advance_chains", "VARIANTS", "CHUNK"]
 
-# moved to zoo.papers.kueck04_prepare with the code that uses them; still importable from here
+# moved to zoo.papers.kueck04_prepare with the code that uses it; still importable from here
 median_distance = _prepare_module.median_distance
-_layout, _CODE = _prepare_module._layout, _prepare_module._CODE
-_MAX_COUNT_DP_CELLS = _prepare_module._MAX_COUNT_DP_CELLS
 
 VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
 _PAPER = "Kueck 2004"
