@@ -132,8 +132,9 @@ class Reference:
     def summary(self) -> str:
         """A short text: the reference, how it was made, whether it meets the r-hat/ESS bar."""
         c = self.construction
+        length = f"{c.get('draws')} sweeps kept 1 in {c['thinning']}" if c.get("thinning") else f"{c.get('draws')} draws"
         made = (f"exact enumeration of {c.get('states')} states" if self.exact else
-                f"{c.get('chains')} chains x {c.get('draws')} draws of {c.get('method')}, min ESS "
+                f"{c.get('chains')} chains x {length} of {c.get('method')}, min ESS "
                 f"{c.get('min_ess', float('nan')):.0f}, max r-hat {c.get('max_rhat', float('nan')):.4f}, "
                 f"meets the bar (r-hat < {RHAT_BAR}, ESS >= {ESS_BAR}): {c.get('meets_bar')}")
         return f"{self.model_id} on {self.dataset}: {len(self.mean)} quantities; {made}"
