@@ -123,6 +123,16 @@ def test_gustafson07_collapsed_gibbs_is_calibrated(variant):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("variant", ["full", "cvfs"])
+def test_gustafson07_collapsed_gibbs_is_calibrated_with_a_garbage_weight(variant):
+    """garbage_weight w = 4: labels simulated from the w-weighted prior and sampled with the same w (the number of
+    garbage labels, a headline quantity, moves with w; enumeration at w = 4 is in test_gustafson07_garbage.py)."""
+    from zoo.experiments.sbc import gustafson07_sbc
+    result = gustafson07_sbc(variant, n_sims=100, garbage_weight=4.0)
+    assert result.passed(), result.p_ecdf
+
+
+@pytest.mark.slow
 def test_cvfs_simulation_that_ignores_the_observed_garbage_row_fails():
     """The earlier simulator drew alpha from its prior, ignoring the program's observed M_garbage = 0: the sampler
     (which keeps the (1 - alpha_j) factor of row 0) then looks miscalibrated on n_included, with long chains too."""

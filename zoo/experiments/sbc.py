@@ -148,24 +148,29 @@ def _layout():
     return allowed, kw
 
 
-def _draw_labels(rng, allowed, kw) -> np.ndarray:
-    """Labels uniform on S_i under the coverage constraint (exact rejection, image by image)."""
+def _draw_labels(rng, allowed, kw, garbage_weight: float = 1.0) -> np.ndarray:
+    """Labels from the program's label prior on S_i (weight ``garbage_weight`` on the garbage label 0, 1 on each
+    other label: ``label_prior_probs``; uniform at w = 1) under the coverage constraint (exact rejection, image by
+    image)."""
     Y = np.zeros(len(IMAGES), np.int64)
     for i in range(kw.shape[0]):
         units = np.nonzero(IMAGES == i)[0]
         choices = np.nonzero(allowed[units[0]])[0]
+        weights = np.where(choices == 0, garbage_weight, 1.0)
+        p = None if garbage_weight == 1.0 else weights / weights.sum()     # w = 1: the earlier random stream
         while True:
-            Y[units] = rng.choice(choices, size=units.size)
+            Y[units] = rng.choice(choices, size=units.size, p=p)
             if all(np.any(Y[units] == k) for k in np.nonzero(kw[i])[0]):
                 break
     return Y
 
 
 def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws: int = 49, thin: int = 4,
-                    seed: int = 0, condition_garbage: bool = True) -> SBCResult:
+                    seed: int = 0, condition_garbage: bool = True, garbage_weight: float = 1.0) -> SBCResult:
     """SBC of gustafson07.``variant``'s collapsed Gibbs sampler on the fixed small layout (module doc).
     ``condition_garbage=False`` reproduces the earlier simulator that ignored CVFS's observed M_garbage = 0 (kept
-    to show the failure it caused)."""
+    to show the failure it caused). ``garbage_weight``: the model's option w (labels simulated from the w-weighted
+    prior, the sampler run with the same w)."""
     import jax
     import jax.numpy as jnp
     from numpyro.handlers import condition, seed as seed_handler, trace
@@ -177,7 +182,7 @@ def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws:
     from zoo.models.feature_selection import feature_selection_model
     from zoo.papers.gustafson07 import region_arrays, region_problem
     allowed, kw = _layout()
-    spec = zoo.model(f"gustafson07.{variant}")
+    spec = zoo.model(f"gustafson07.{variant}", garbage_weight=garbage_weight)
     args = (jnp.asarray(allowed), jnp.asarray(IMAGES), jnp.asarray(kw))
 
     @functools.partial(jax.jit, compiler_options=FAST_COMPILE_OPTIONS)
@@ -191,7 +196,7 @@ def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws:
         a forward trace draws alpha from its prior and ignores that observation, so the draw is kept only when
         M_garbage ~ Bernoulli(alpha) comes out 0 (rejection: alpha then follows the program's prior given
         M_garbage = 0, the prior the sampler targets)."""
-        Y = jnp.asarray(_draw_labels(rng, allowed, kw))
+        Y = jnp.asarray(_draw_labels(rng, allowed, kw, garbage_weight))
         while True:
             key, k_fwd = jax.random.split(key)
             out = forward(k_fwd, Y)
