@@ -307,9 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reference", parents=[debug], formatter_class=_Formatter,
                        help="reference posteriors: list them, or build one (long)",
                        description="`zoo reference list`: the stored references; `zoo reference build ID --dataset "
-                                   "NAME`: rebuild one (enumeration or >= 10 long chains; minutes to hours); `zoo reference "
-                                   "cross-check ID --dataset NAME --method M`: run another exact kernel against the "
-                                   "stored reference and record the agreement in its file.")
+                                   "NAME`: rebuild one (enumeration or >= 10 long chains; minutes to hours); "
+                                   "`zoo reference cross-check ID --dataset NAME --method M`: run another exact "
+                                   "kernel against the stored reference and record the agreement in its file.")
     p.add_argument("action", choices=("list", "build", "cross-check"),
                    help="list, build, or cross-check a stored reference with another exact kernel (--method)")
     p.add_argument("model", nargs="?", default=None, help="model id to build, e.g. kueck04.constraint")

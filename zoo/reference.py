@@ -59,8 +59,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["Reference", "reference", "references", "build", "add_cross_check", "summarize_draws", "REFERENCE_DIR", "FORMAT",
-           "RHAT_BAR", "ESS_BAR"]
+__all__ = ["Reference", "reference", "references", "build", "add_cross_check", "summarize_draws", "REFERENCE_DIR",
+           "FORMAT", "RHAT_BAR", "ESS_BAR"]
 
 FORMAT = "zoo-reference/1"
 REFERENCE_DIR = pathlib.Path(__file__).with_name("references")
@@ -132,7 +132,8 @@ class Reference:
     def summary(self) -> str:
         """A short text: the reference, how it was made, whether it meets the r-hat/ESS bar."""
         c = self.construction
-        length = f"{c.get('draws')} sweeps kept 1 in {c['thinning']}" if c.get("thinning") else f"{c.get('draws')} draws"
+        length = (f"{c.get('draws')} sweeps kept 1 in {c['thinning']}" if c.get("thinning") else
+                  f"{c.get('draws')} draws")
         made = (f"exact enumeration of {c.get('states')} states" if self.exact else
                 f"{c.get('chains')} chains x {length} of {c.get('method')}, min ESS "
                 f"{c.get('min_ess', float('nan')):.0f}, max r-hat {c.get('max_rhat', float('nan')):.4f}, "
@@ -292,6 +293,8 @@ def add_cross_check(model_id: str, dataset: str, method: str, *, chains: int = M
     prob = problem(model_id, dataset)
     if method not in prob.samplers:
         raise ValueError(f"method: {method!r} is not a sampler of {model_id}/{dataset}; known: {sorted(prob.samplers)}")
+    if not isinstance(chains, int) or chains < 2:
+        raise ValueError(f"chains: expected an int >= 2, got {chains!r}")
     if not isinstance(draws, int) or draws < 10:
         raise ValueError(f"draws: expected an int >= 10, got {draws!r}")
     if not isinstance(thinning, int) or thinning < 1:
