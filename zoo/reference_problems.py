@@ -404,6 +404,8 @@ def problems() -> dict:
                            "supervised data (p = 5, K = 3), 60 units", lambda: sec6_synthetic(20, seed=0)),
         _gustafson_problem("gustafson07.cvfs", "sec6_small", "sec6_synthetic(n_per_concept=20, seed=0): Sec. 6 "
                            "supervised data (p = 5, K = 3), 60 units", lambda: sec6_synthetic(20, seed=0)),
+        _gustafson_problem("gustafson07.cvfs", "bench", "bench_fs_data(): zoo bench cvfs' problem, 200 units "
+                           "(half annotated), p = 16", lambda: bench_fs_data()),
         _kueck_problem("kueck04.constraint", "ring60", ring, _ring()),
         _kueck_problem("kueck04.hybrid", "ring60", ring, _ring()),
         _kueck_problem("kueck04.constraint", "musk1_6bags", musk, _musk1_subset()),

@@ -284,8 +284,8 @@ def _published() -> dict:
 
 #: basis centres per benchmark (None: one per training instance, the thesis' choice). Musk2's 6,598 instances make
 #: the full basis's N x N Gram matrix and its per-fold prediction the cost of the whole run (the nested 10-fold
-#: selection did not finish in 27 min on a 16-core machine); 500 k-means++ centres as in the leaderboard
-#: (KUECK_BASIS), a choice made for cost before the run, not by its accuracy.
+#: selection did not finish in 27 min on one core); 500 k-means++ centres as in the leaderboard (KUECK_BASIS), a
+#: choice made for cost before the run, not by its accuracy (with them it takes 52 min on one core).
 MIL_BASIS = {"musk2": 500}
 
 
