@@ -228,13 +228,8 @@ def cross_check(a: Mapping[str, dict], b: Mapping[str, dict]) -> dict:
         [abs(v) > 3 for v in z.values()])), "n_quantities": len(z)}
 
 
-def build(model_id: str, dataset: str, *, chains: int = MIN_CHAINS, warmup: int = 1000, draws: int = 5000,
-          seed: int = 0, cross_check_draws: int | None = None, thinning: int = 1, save: bool = True) -> Reference:
-    """Build (and by default store) the reference of ``model_id`` on ``dataset``: enumeration where the problem is
-    exact, otherwise ``chains`` chains of ``warmup`` + ``draws`` sweeps of the default exact kernel and a
-    cross-check run of the other exact kernel (``cross_check_draws`` draws per chain, default ``draws``);
-    ``thinning`` > 1 (Gibbs samplers only) keeps one sweep in ``thinning``, ``draws`` still counting sweeps."""
-    from zoo.reference_problems import problem
+def _check_run(chains, warmup, draws, thinning) -> None:
+    """ValueError naming the first bad run setting (chains >= 2, warmup >= 0, draws >= 10, thinning >= 1, ints)."""
     if not isinstance(chains, int) or chains < 2:
         raise ValueError(f"chains: expected an int >= 2, got {chains!r}")
     for name, value in (("warmup", warmup), ("draws", draws)):
@@ -242,6 +237,16 @@ def build(model_id: str, dataset: str, *, chains: int = MIN_CHAINS, warmup: int 
             raise ValueError(f"{name}: expected a non-negative int (draws >= 10), got {value!r}")
     if not isinstance(thinning, int) or thinning < 1:
         raise ValueError(f"thinning: expected an int >= 1, got {thinning!r}")
+
+
+def build(model_id: str, dataset: str, *, chains: int = MIN_CHAINS, warmup: int = 1000, draws: int = 5000,
+          seed: int = 0, cross_check_draws: int | None = None, thinning: int = 1, save: bool = True) -> Reference:
+    """Build (and by default store) the reference of ``model_id`` on ``dataset``: enumeration where the problem is
+    exact, otherwise ``chains`` chains of ``warmup`` + ``draws`` sweeps of the default exact kernel and a
+    cross-check run of the other exact kernel (``cross_check_draws`` draws per chain, default ``draws``);
+    ``thinning`` > 1 (Gibbs samplers only) keeps one sweep in ``thinning``, ``draws`` still counting sweeps."""
+    from zoo.reference_problems import problem
+    _check_run(chains, warmup, draws, thinning)
     prob = problem(model_id, dataset)
     thin = {"thinning": thinning} if thinning > 1 else {}
     t0 = time.perf_counter()
@@ -293,12 +298,7 @@ def add_cross_check(model_id: str, dataset: str, method: str, *, chains: int = M
     prob = problem(model_id, dataset)
     if method not in prob.samplers:
         raise ValueError(f"method: {method!r} is not a sampler of {model_id}/{dataset}; known: {sorted(prob.samplers)}")
-    if not isinstance(chains, int) or chains < 2:
-        raise ValueError(f"chains: expected an int >= 2, got {chains!r}")
-    if not isinstance(draws, int) or draws < 10:
-        raise ValueError(f"draws: expected an int >= 10, got {draws!r}")
-    if not isinstance(thinning, int) or thinning < 1:
-        raise ValueError(f"thinning: expected an int >= 1, got {thinning!r}")
+    _check_run(chains, warmup, draws, thinning)
     ref = reference(model_id, dataset)
     thin = {"thinning": thinning} if thinning > 1 else {}
     t0 = time.perf_counter()
