@@ -30,6 +30,35 @@ import pathlib  # noqa: E402
 import pytest  # noqa: E402
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+#: How many test files the closing summary lists by time.
+SLOWEST_FILES_SHOWN = 15
+
+
+def pytest_report_header(config):
+    """The processor and JAX build at the top of every run, so a machine-dependent failure (rounding, time) is
+    visible at once (``zoo.provenance.platform_fingerprint``, also the key of the golden draws)."""
+    from zoo.provenance import platform_fingerprint
+    fp = platform_fingerprint()
+    return [f"platform: {fp['processor']} ({fp['machine']}, {fp['cpu_count']} CPUs; "
+            f"{' '.join(fp['features']) or 'no listed vector features'}); jax {fp['jax']}, jaxlib {fp['jaxlib']}"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Per-file times (setup + call + teardown of the file's tests, summed), slowest first: under
+    ``--dist loadfile`` a file runs whole in one worker, so this is the time the file holds a core."""
+    per_file: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) in ("setup", "call", "teardown"):
+                path = report.nodeid.split("::")[0]
+                per_file[path] = per_file.get(path, 0.0) + report.duration
+    if not per_file:
+        return
+    ranked = sorted(per_file.items(), key=lambda item: -item[1])
+    terminalreporter.write_sep("-", f"slowest test files of {len(ranked)} (seconds; all files: "
+                                    f"{sum(per_file.values()):.0f} s of test time)")
+    for path, seconds in ranked[:SLOWEST_FILES_SHOWN]:
+        terminalreporter.write_line(f"{seconds:8.1f}  {path}")
 
 
 @pytest.fixture(autouse=True, scope="module")

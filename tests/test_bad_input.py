@@ -173,6 +173,7 @@ def test_bad_input_is_a_value_error_naming_the_field(call, field):
     assert field in str(err.value), str(err.value)
 
 
+@pytest.mark.extended
 def test_predicting_with_other_features_names_X():
     fit = zoo.fit(_spec(covariance="diag"), SEC2, method="map", num_steps=50, progress_bar=False)
     with pytest.raises(ValueError, match="X: the model was fitted on 6 features"):

@@ -127,6 +127,7 @@ def _nuts_vs_map_errors(sizes, num_warmup, num_samples):
     return errors
 
 
+@pytest.mark.extended
 def test_nuts_posterior_mean_approaches_map():
     """As N grows the posterior concentrates at the MAP: |NUTS mean - MAP| shrinks (known variances, Sec. 2)."""
     errors = _nuts_vs_map_errors((60, 600), num_warmup=150, num_samples=150)

@@ -1,13 +1,25 @@
 """Golden draws: every custom sampler and optimizer, through ``zoo.fit`` with fixed seeds on small problems, gives
-bit-for-bit the draws recorded in ``tests/golden/draws.json``.
+the draws recorded in ``tests/golden/`` -- bit for bit on the machine that recorded them, to rounding elsewhere.
 
 Why: the drivers, kernels and their plumbing get refactored; a refactor that is meant to preserve behaviour must
-leave the random stream and the arithmetic alone, and a sha256 of each posterior / sample-stats array checks that
-exactly. When a change is *meant* to alter the draws, re-record (and say why in the commit message):
+leave the random stream and the arithmetic alone. ``draws.json`` keeps, per case and array, a sha256, the shape
+and the sum, and the platform that recorded them (``zoo.provenance.platform_fingerprint``: processor model and
+arithmetic features, CPU count, jax/jaxlib, XLA_FLAGS); ``draws.npz`` keeps the arrays themselves.
 
-    ZOO_RECORD_GOLDEN=1 OMP_NUM_THREADS=1 .venv/bin/python -m pytest tests/test_golden_draws.py
+- **Same platform**: every array must hash as recorded (exact; XLA's compiled code is deterministic there).
+- **Another platform** (another processor, another jaxlib): XLA's CPU code rounds differently (vector width,
+  fused multiply-add, reduction order), and a chain amplifies the difference by its conditioning. There the
+  integer arrays (discrete draws, counts) must equal the recording draw by draw while they agree, and every
+  float array must match within its case's tolerance (``RTOL``, each with its reason) on the draws before the
+  first discrete disagreement of its chain. A rounding difference can flip a discrete draw only when a uniform
+  falls within ~rtol of a threshold, so the chains must agree on at least ``MIN_AGREEING_SHARE`` of the draws;
+  an earlier divergence is a change of behaviour, not of rounding.
 
-The JSON also keeps each array's shape and sum, so a failure shows how far the draws moved. At the end: the driver
+When a change is *meant* to alter the draws, re-record (and say why in the commit message):
+
+    ZOO_RECORD_GOLDEN=1 .venv/bin/python -m pytest tests/test_golden_draws.py -m ""
+
+which rewrites both files with this machine as the recording platform. At the end: the driver
 (``zoo.inference.driver``) on a toy kernel against the same chain run by hand and under ``numpyro.infer.MCMC``.
 """
 from __future__ import annotations
@@ -106,8 +118,29 @@ SLOW_CASES = {
 }
 
 
-def _fingerprint(fit) -> dict:
-    """sha256, shape and sum of every array of the posterior and sample_stats groups (float64 / int64 bytes)."""
+#: Relative tolerance of each case's float arrays on another platform (atol: rtol times the array's largest
+#: magnitude, so near-zero entries of a large array are judged on the array's scale). Measured between two
+#: processors (issue 36: the machine of the first recording against an AMD EPYC with AVX-512), then given a margin
+#: of about 40x for longer rounding chains on other processors:
+#: - kueck04 (blocked Gibbs): the Gram matrix of a Gaussian kernel at width 1 on the 60-instance ring data is
+#:   nearly singular (``test_kueck04_gram_is_ill_conditioned``: condition number 3.9e7 before the ridge), and
+#:   the sampler solves with its active blocks every sweep, so one float64 rounding (1e-16) becomes ~1e-7 in beta
+#:   and delta2 within 25 sweeps: measured 5e-8 (beta sum) and 2.5e-7 (delta2 sum); rtol 1e-5. The constraint
+#:   model's MH variant moved 1e-11.
+#: - gustafson07 (collapsed Gibbs): float arrays are label probabilities from Beta/NIW predictive ratios of
+#:   well-conditioned 2x2 / 1x1 scatter matrices: rounding stays near 1e-13; rtol 1e-9.
+#: - yakhnenko (coordinate-ascent VI), carbonetto03 (MAP-EM), ross03 (variational EM): contractive fixed-point
+#:   iterations (the error of a rounding shrinks with each step); sums agreed to all 16 printed digits across the
+#:   two processors; rtol 1e-9.
+RTOL = {"kueck04": 1e-5, "gustafson07": 1e-9, "yakhnenko": 1e-9, "carbonetto03": 1e-9, "ross03": 1e-9}
+#: On another platform each chain must agree in its discrete draws on at least this share of its draws.
+MIN_AGREEING_SHARE = 0.5
+
+GOLDEN_ARRAYS = GOLDEN.with_suffix(".npz")
+
+
+def _arrays(fit) -> dict[str, np.ndarray]:
+    """Every array of the posterior and sample_stats groups, as float64 or int64 (``group/name`` -> array)."""
     out = {}
     for group in ("posterior", "sample_stats"):
         if group not in fit.idata.groups():
@@ -115,31 +148,206 @@ def _fingerprint(fit) -> dict:
         dataset = getattr(fit.idata, group)
         for name in sorted(dataset.data_vars):
             values = np.asarray(dataset[name].values)
-            canonical = values.astype(np.float64 if values.dtype.kind == "f" else np.int64, copy=False)
-            out[f"{group}/{name}"] = {"sha256": hashlib.sha256(np.ascontiguousarray(canonical).tobytes()).hexdigest(),
-                                      "shape": list(values.shape), "sum": float(np.sum(canonical))}
+            out[f"{group}/{name}"] = np.ascontiguousarray(
+                values.astype(np.float64 if values.dtype.kind in "fc" else np.int64, copy=False))
     return out
 
 
+def _record(arrays: dict[str, np.ndarray]) -> dict:
+    """sha256, shape, sum and kind of each array: what draws.json keeps."""
+    return {name: {"sha256": hashlib.sha256(a.tobytes()).hexdigest(), "shape": list(a.shape),
+                   "sum": float(np.sum(a)), "discrete": a.dtype.kind != "f"} for name, a in arrays.items()}
+
+
+def _npz_key(case: str, name: str) -> str:
+    """The key of one array in draws.npz (a zip archive: no slash in its member names)."""
+    return f"{case}#{name}".replace("/", "|")
+
+
+def _npz_case(key: str) -> str:
+    return key.split("#")[0].replace("|", "/")
+
+
 def _golden() -> dict:
-    return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+    return json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {"format": 2, "platform": None, "cases": {}}
+
+
+def _golden_arrays(case: str, names) -> dict[str, np.ndarray] | None:
+    if not GOLDEN_ARRAYS.exists():
+        return None
+    with np.load(GOLDEN_ARRAYS, allow_pickle=False) as stored:
+        keys = {name: _npz_key(case, name) for name in names}
+        if not all(k in stored.files for k in keys.values()):
+            return None
+        return {name: stored[key] for name, key in keys.items()}
+
+
+def _save_golden(case: str, arrays: dict[str, np.ndarray]) -> None:
+    from zoo.provenance import platform_fingerprint
+    golden = _golden()
+    if golden.get("platform") not in (None, platform_fingerprint()):
+        golden["cases"] = {}   # a record from another machine is not mixed with this one's
+    golden.update(format=2, platform=platform_fingerprint())
+    golden["cases"][case] = _record(arrays)
+    stored = {}
+    if GOLDEN_ARRAYS.exists() and golden["cases"]:
+        with np.load(GOLDEN_ARRAYS, allow_pickle=False) as old:
+            stored = {k: old[k] for k in old.files if _npz_case(k) in golden["cases"]}
+    stored = {k: v for k, v in stored.items() if _npz_case(k) != case}
+    stored.update({_npz_key(case, name): a for name, a in arrays.items()})
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
+    np.savez_compressed(GOLDEN_ARRAYS, **stored)
+
+
+def exact_differences(record: dict, arrays: dict[str, np.ndarray]) -> list[str]:
+    """Names whose hash or shape differs from the record (same platform: nothing may move)."""
+    got = _record(arrays)
+    return [f"{name}: recorded sum {record[name]['sum']!r}, now {got[name]['sum']!r}" for name in record
+            if got[name]["sha256"] != record[name]["sha256"] or got[name]["shape"] != record[name]["shape"]]
+
+
+def agreeing_draws(expected: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> np.ndarray:
+    """Per chain, the number of leading draws on which every discrete (integer) array agrees exactly.
+
+    Arrays are (chain, draw, ...); a discrete array of fewer dims (e.g. per-chain counts) counts as one draw."""
+    n_chain, n_draw = next(iter(expected.values())).shape[:2]
+    agree = np.full(n_chain, n_draw)
+    for name, want in expected.items():
+        if want.dtype.kind == "f":
+            continue
+        differs = (want != got[name]).reshape(n_chain, want.shape[1] if want.ndim > 1 else 1, -1).any(axis=2)
+        first = np.where(differs.any(axis=1), differs.argmax(axis=1), n_draw)
+        agree = np.minimum(agree, first if want.ndim > 1 else np.where(first < n_draw, 0, n_draw))
+    return agree
+
+
+def rounding_differences(expected: dict[str, np.ndarray], got: dict[str, np.ndarray], rtol: float,
+                         min_share: float = MIN_AGREEING_SHARE) -> list[str]:
+    """What differs by more than rounding between a recording and a run on another platform (empty: agree).
+
+    Discrete arrays must agree draw by draw on at least ``min_share`` of each chain's draws; float arrays must match
+    within ``rtol`` (atol = rtol * max |recorded|) on the draws before each chain's first discrete disagreement."""
+    problems = [f"{name}: shape {list(got[name].shape)}, recorded {list(want.shape)}"
+                for name, want in expected.items() if got[name].shape != want.shape]
+    if problems:
+        return problems
+    agree = agreeing_draws(expected, got)
+    n_draw = next(iter(expected.values())).shape[1]
+    for c, kept in enumerate(agree):
+        if kept < min_share * n_draw:
+            problems.append(f"chain {c}: discrete draws agree on the first {kept} of {n_draw} draws only "
+                            f"(rounding would flip one late and rarely: this is a change of behaviour)")
+    for name, want in expected.items():
+        if want.dtype.kind != "f":
+            continue
+        scale = float(np.max(np.abs(want))) if want.size else 0.0
+        for c, kept in enumerate(agree):
+            a, b = want[c, :kept], got[name][c, :kept]
+            bad = ~np.isclose(b, a, rtol=rtol, atol=rtol * scale, equal_nan=True)
+            if bad.any():
+                worst = float(np.max(np.abs(b - a)[bad]))
+                problems.append(f"{name} chain {c}: {int(bad.sum())} of {a.size} values differ by up to {worst:.3g} "
+                                f"(rtol {rtol:g}, scale {scale:.3g})")
+    return problems
+
+
+def check_against_golden(case: str, arrays: dict[str, np.ndarray], same_platform: bool | None = None) -> list[str]:
+    """What differs from the recording of ``case`` (empty: the draws are the recorded ones); exact on the recording
+    platform, to rounding elsewhere (``same_platform`` overrides the fingerprint comparison, for tests)."""
+    from zoo.provenance import platform_fingerprint
+    golden = _golden()
+    record = golden["cases"].get(case)
+    if record is None:
+        return [f"{case}: no golden draws recorded (run with ZOO_RECORD_GOLDEN=1)"]
+    if sorted(arrays) != sorted(record):
+        return [f"{case}: arrays differ in name: recorded {sorted(record)}, now {sorted(arrays)}"]
+    if same_platform is None:
+        same_platform = golden.get("platform") == platform_fingerprint()
+    if same_platform:
+        return exact_differences(record, arrays)
+    expected = _golden_arrays(case, record)
+    if expected is None:
+        return [f"{case}: draws.npz lacks this case's arrays (re-record with ZOO_RECORD_GOLDEN=1)"]
+    return rounding_differences(expected, arrays, RTOL[case.split(".")[0]])
 
 
 @pytest.mark.parametrize("case", list(CASES) + [pytest.param(c, marks=pytest.mark.slow) for c in SLOW_CASES])
 def test_draws_match_the_recorded_golden_draws(case):
-    got = _fingerprint({**CASES, **SLOW_CASES}[case]())
+    arrays = _arrays({**CASES, **SLOW_CASES}[case]())
     if RECORD:
-        golden = _golden()
-        golden[case] = got
-        GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
+        _save_golden(case, arrays)
         return
-    expected = _golden().get(case)
-    assert expected is not None, f"{case}: no golden draws recorded (run with ZOO_RECORD_GOLDEN=1)"
-    assert sorted(got) == sorted(expected), f"{case}: arrays differ in name"
-    moved = {name: (expected[name]["sum"], got[name]["sum"]) for name in expected
-             if got[name]["sha256"] != expected[name]["sha256"] or got[name]["shape"] != expected[name]["shape"]}
-    assert not moved, f"{case}: draws differ from the golden ones (recorded sum, now sum): {moved}"
+    problems = check_against_golden(case, arrays)
+    assert not problems, f"{case}: draws differ from the golden ones: " + "; ".join(problems)
+
+
+# --- the comparison itself, on made-up draws: the other-platform path runs here whatever machine runs the suite ---
+def _draws(seed=0, n_chain=2, n_draw=10):
+    rng = np.random.default_rng(seed)
+    return {"posterior/beta": rng.normal(size=(n_chain, n_draw, 4)) * 100.0,
+            "posterior/z": rng.integers(0, 2, size=(n_chain, n_draw, 6)),
+            "sample_stats/accept": rng.uniform(size=(n_chain, n_draw))}
+
+
+def test_rounding_path_accepts_rounding_and_refuses_changes():
+    want = _draws()
+    assert rounding_differences(want, {k: v.copy() for k, v in want.items()}, rtol=1e-9) == []
+    # float rounding of relative 1e-12: within tolerance on another platform, but a hash change on the same one
+    rounded = {k: v * (1 + 1e-12) if v.dtype.kind == "f" else v for k, v in want.items()}
+    assert rounding_differences(want, rounded, rtol=1e-9) == []
+    record = _record(want)
+    assert exact_differences(record, want) == []
+    assert {p.split(":")[0] for p in exact_differences(record, rounded)} == {"posterior/beta", "sample_stats/accept"}
+    # a real change of a float array
+    moved = {**want, "posterior/beta": want["posterior/beta"] + 1e-3}
+    assert any(p.startswith("posterior/beta chain 0") for p in rounding_differences(want, moved, rtol=1e-9))
+    # a changed shape
+    assert rounding_differences(want, {**want, "posterior/z": want["posterior/z"][:, :5]}, rtol=1e-9)
+
+
+def test_rounding_path_compares_floats_only_while_discrete_draws_agree():
+    want = _draws()
+    got = {k: v.copy() for k, v in want.items()}
+    # chain 1 flips one discrete draw at draw 7: after it the chain follows another path, floats included
+    got["posterior/z"][1, 7, 0] ^= 1
+    got["posterior/beta"][1, 7:] += 50.0
+    got["sample_stats/accept"][1, 7:] = 0.5
+    np.testing.assert_array_equal(agreeing_draws(want, got), [10, 7])
+    assert rounding_differences(want, got, rtol=1e-9) == []
+    # a float difference before the flip is still a difference
+    got["posterior/beta"][1, 6, 0] += 1.0
+    assert rounding_differences(want, got, rtol=1e-9)
+    # a flip in the first half of the draws is a change of behaviour, not of rounding
+    early = {k: v.copy() for k, v in want.items()}
+    early["posterior/z"][0, 2, 3] ^= 1
+    assert any("chain 0: discrete draws agree on the first 2 of 10" in p
+               for p in rounding_differences(want, early, rtol=1e-9))
+
+
+def test_a_recorded_case_passes_the_other_platform_path():
+    """The MAP-EM case against its recording as if this were another machine: the tolerance path on real draws
+    (on the recording machine itself the default test above takes the exact path)."""
+    arrays = _arrays(_carbonetto03())
+    assert check_against_golden("carbonetto03.shrinkage_mixture/map_em", arrays, same_platform=False) == []
+    arrays["posterior/mu"] = arrays["posterior/mu"] * (1 + 1e-6)
+    assert check_against_golden("carbonetto03.shrinkage_mixture/map_em", arrays, same_platform=False)
+
+
+def test_platform_fingerprint_names_what_decides_rounding():
+    from zoo.provenance import platform_fingerprint
+    fp = platform_fingerprint()
+    assert set(fp) == {"machine", "processor", "features", "cpu_count", "jax", "jaxlib", "xla_flags"}
+    assert fp["processor"] and fp["cpu_count"] >= 1 and json.loads(json.dumps(fp)) == fp
+
+
+def test_kueck04_gram_is_ill_conditioned():
+    """Why kueck04's tolerance is wider (``RTOL``): the Gram matrix of the golden problem's kernel is nearly
+    singular, so the blocked Gibbs sweep's solves amplify rounding."""
+    from zoo.data.mil import ring_data
+    from zoo.models.kernel_mil import gram_matrix
+    X = ring_data(n=60, seed=3).X
+    assert np.linalg.cond(np.asarray(gram_matrix(X, X, "gaussian", 1.0))) > 1e7   # measured: 3.9e7
 
 
 # --- the driver itself: one toy kernel through every path must give the same draws --------------------------------

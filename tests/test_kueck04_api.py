@@ -72,6 +72,7 @@ def test_hybrid_mh_sampler_and_nonconjugate_delta2_prior():
     assert np.all(np.isfinite(fit.idata.posterior["delta2"].values))
 
 
+@pytest.mark.extended
 @pytest.mark.filterwarnings("ignore:kueck04. the active set reached")   # a small capacity keeps the test fast
 def test_collapsed_beta_move_through_the_api():
     """beta_move="laplace" with kernel selection, MIL bags and a non-conjugate delta2 prior: its acceptance is

@@ -256,6 +256,7 @@ def test_best_by_elbo_keeps_the_highest_training_elbo(monkeypatch):
     lm._FITS.clear()
 
 
+@pytest.mark.extended
 def test_inner_p5_selection_fits_without_the_words_its_inner_part_lacks():
     """A word seen only in held-out training images is not an all-zero column of the inner fit (which would be
     refused) and the refit on all training images keeps every word."""

@@ -5,6 +5,7 @@ import itertools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import numpyro.distributions as dist
 from numpyro.infer import Predictive
 
@@ -141,6 +142,7 @@ def test_shared_shape_and_bad_padding():
             raise AssertionError("no ValueError")
 
 
+@pytest.mark.extended
 def test_cross_validation_compiles_the_sampler_once():
     """Three folds of different sizes (bags of 2-4 instances) run one compiled chunk; draws are finite and
     padding centres are never active (their beta columns are dropped: M real columns per fold)."""

@@ -23,6 +23,7 @@ def _run_child(case: str) -> str:
     return done.stdout
 
 
+@pytest.mark.extended
 def test_parallel_walk_chains_equal_sequential_on_four_devices():
     out = _run_child("walk")
     assert f"devices {N_DEVICES}" in out and "walk ok" in out

@@ -71,6 +71,7 @@ def test_kueck04_prior_predictive_moves_with_the_delta2_prior():
     assert np.median(draws["large"]) > 50 > 5 > np.median(draws["default"])
 
 
+@pytest.mark.extended
 def test_gustafson07_program_samples_the_specs_priors():
     """The program's Sigma, mu, Omega and delta sites draw from the laws the spec's priors give (one trace)."""
     priors = {"Sigma": ConceptCovariance(3.0, 50.0), "mu": ConceptMean(4.0), "Omega": BackgroundCovariance(5.0, 30.0),

@@ -1,5 +1,10 @@
 """The notebook notebooks/annotated_images.ipynb runs from top to bottom (fast setting)."""
 
+import pytest
+
+# extended: a user-facing promise that takes long; CI runs it after the default suite (.ci/run)
+pytestmark = pytest.mark.extended
+
 
 def test_annotated_images_notebook_executes(run_notebook):
     nb = run_notebook("annotated_images")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -19,6 +20,7 @@ def _env(n_devices: int) -> dict:
                 JAX_PLATFORMS="cpu")
 
 
+@pytest.mark.extended
 def test_sharded_em_reaches_the_one_device_fixed_point_on_four_devices():
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "local"], env=_env(4), capture_output=True,
                           text=True, timeout=600, cwd=HERE)
@@ -26,6 +28,7 @@ def test_sharded_em_reaches_the_one_device_fixed_point_on_four_devices():
     assert done.stdout.count("ok") == 3, done.stdout
 
 
+@pytest.mark.extended
 def test_sharded_em_over_two_processes_with_jax_distributed():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

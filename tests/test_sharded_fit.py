@@ -14,6 +14,10 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+# extended: a user-facing promise that takes long; CI runs it after the default suite (.ci/run)
+pytestmark = pytest.mark.extended
+
+
 def test_data_sharded_fits_equal_the_one_device_fits_on_two_devices():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", OMP_NUM_THREADS="1",
                JAX_PLATFORMS="cpu")

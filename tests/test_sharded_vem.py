@@ -24,6 +24,7 @@ def _run_child(case: str) -> str:
     return done.stdout
 
 
+@pytest.mark.extended
 def test_sharded_mcvq_reaches_the_one_device_fixed_point_on_four_devices():
     out = _run_child("mcvq")
     assert out.count("ok") == 2, out

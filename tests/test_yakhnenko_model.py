@@ -303,6 +303,7 @@ def test_generic_numpyro_svi_on_the_program_agrees_with_cavi():
     assert err < 0.2 * chance, (err, chance)
 
 
+@pytest.mark.extended
 def test_hdp_fit_keeps_every_used_factor_in_beta():
     """Regression (H8): beta used to start at the sticks' prior mean (u = 1/2, beta_k = 2^-k), leaving the last of
     K = 20 factors alpha_pi beta_k ~ 1e-6; the beta step at fixed q(pi) recovers from that only by ~ I / (I - I_k)

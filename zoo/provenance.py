@@ -26,7 +26,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 __all__ = ["prior_string", "data_fingerprint", "software_versions", "provenance_attrs", "compile_clock",
-           "PROVENANCE_KEYS"]
+           "platform_fingerprint", "PROVENANCE_KEYS"]
 
 #: The attributes every fit's InferenceData groups carry (issue 18.5).
 PROVENANCE_KEYS = ("zoo_model", "zoo_model_options", "zoo_method", "zoo_options", "zoo_priors", "zoo_seed",
@@ -146,6 +146,45 @@ def software_versions() -> dict[str, str]:
     return {"zoo_version": zoo.__version__ + (f" ({commit})" if commit else ""), "jax_version": jax.__version__,
             "numpyro_version": numpyro.__version__, "arviz_version": arviz.__version__,
             "numpy_version": np.__version__, "python_version": platform.python_version()}
+
+
+#: The processor features that change what XLA's CPU compiler emits (vector width, fused multiply-add): two
+#: machines that differ in any of these may round the same program differently.
+_ARITHMETIC_FLAGS = ("sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw",
+                     "avx512vl", "avx512_bf16", "avx512_fp16", "amx_tile", "asimd", "sve", "sve2")
+
+
+def _cpu_info() -> tuple[str, tuple[str, ...]]:
+    """(model name, arithmetic feature flags) of this machine's processor; Linux's /proc/cpuinfo, else
+    ``platform.processor()`` and no flags."""
+    try:
+        text = pathlib.Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine(), ()
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    model = fields.get("model name") or fields.get("CPU part") or platform.processor() or platform.machine()
+    return model, tuple(f for f in _ARITHMETIC_FLAGS if f in flags)
+
+
+@functools.lru_cache(maxsize=1)
+def platform_fingerprint() -> dict[str, Any]:
+    """What decides the rounding of a compiled JAX program on this machine's CPU: processor model and its
+    arithmetic features (vector width, FMA), the number of CPUs (XLA splits reductions by thread), jax and jaxlib
+    versions and any ``XLA_FLAGS``. Two runs with equal fingerprints give bit-identical draws for one seed; runs
+    with different ones agree only to rounding (tests/test_golden_draws.py)."""
+    import os
+
+    import jax
+    import jaxlib
+
+    model, flags = _cpu_info()
+    return {"machine": platform.machine(), "processor": model, "features": list(flags),
+            "cpu_count": os.cpu_count() or 0, "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+            "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
 
 def _jsonable(value):
