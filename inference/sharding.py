@@ -5,7 +5,7 @@ rounding, ~1e-12 relative).
 
 The devices are ``jax.devices()``: the local ones, or after ``jax.distributed.initialize`` those of every process
 (several hosts; scripts/distributed_em.py). Rows are padded to a multiple of the shards with weight-0 rows, which
-the data passes leave out (``zoo.inference.em.data_pass``).
+the data passes leave out (``zoo.inference.mixture.em.data_pass``).
 
 Shapes: N rows, S shards, N_pad = S * ceil(N / S).
 """
@@ -19,12 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from zoo.inference import stick_breaking_vi as sbvi
-from zoo.inference import topic_vi
-from zoo.inference import variational_em as vem
+from zoo.inference.topics import stick_breaking_vi as sbvi
+from zoo.inference.topics import topic_vi
+from zoo.inference.mcvq import variational_em as vem
 from zoo.inference.driver import optimize_chunked
-from zoo.inference.em import EMConfig, EMResult, Hyper, Params, run_em
-from zoo.inference.mcvq_steps import MCVQPosterior
+from zoo.inference.mixture.em import EMConfig, EMResult, Hyper, Params, run_em
+from zoo.inference.mcvq.steps import MCVQPosterior
 
 __all__ = ["DATA_AXIS", "data_mesh", "padded_rows", "shard_rows", "replicate", "run_em_sharded",
            "run_variational_em_sharded", "sharded_counts", "fit_mean_field_sharded",
@@ -85,7 +85,7 @@ def _run_em_sharded(X, inits, hyper, allowed, weight, tol, *, config, max_iter, 
 
 def run_em_sharded(X, inits: Params, hyper: Hyper, allowed, config: EMConfig, max_iter: int = 200,
                    tol: float = 1e-8, mesh: Optional[Mesh] = None) -> EMResult:
-    """``zoo.inference.em.run_em_restarts`` with the rows of ``X`` (N, D) and ``allowed`` (N, C) split over the
+    """``zoo.inference.mixture.em.run_em_restarts`` with the rows of ``X`` (N, D) and ``allowed`` (N, C) split over the
     devices of ``mesh`` (default ``data_mesh()``): each iteration's E-step statistics and log likelihood are the
     shards' sums (psum). ``inits``: a leading restart axis on every leaf, as for ``run_em_restarts``. Host arrays
     in (every process the same, see ``shard_rows``); the result is replicated on every device."""
@@ -125,7 +125,7 @@ def _mcvq_chunk(states, temps, X, M, weight, conc, sigma_floor, *, config, mesh)
 def run_variational_em_sharded(init_states: vem.MCVQState, X, M, temperatures, conc, sigma_floor: float,
                                config: vem.MCVQConfig, chunk: int = 10, mesh: Optional[Mesh] = None,
                                progress: Optional[Callable[[int], None]] = None):
-    """``zoo.inference.variational_em.run_variational_em`` (MCVQ, Ross 2003) with the cases split over ``mesh``'s
+    """``zoo.inference.mcvq.variational_em.run_variational_em`` (MCVQ, Ross 2003) with the cases split over ``mesh``'s
     devices: X, M (C, D) and the per-case posteriors m (R, C, N, K, J), z (R, C, N) by case, the parameters and g
     replicated; the sums over cases (M-step moments, b and beta counts, the KL terms of F) are psum'd. Padding
     cases are all-missing rows with z = 0. ``progress(n_done)`` is called after each chunk of iterations.
@@ -233,7 +233,7 @@ def _unpad_documents(topic: topic_vi.TopicVIState, n_docs: int) -> topic_vi.Topi
 def fit_mean_field_sharded(keys, dense_modalities, n_topics: int, prior_concentration, etas, *, max_iter: int = 200,
                            tol: float = 1e-6, local_steps: int = 3, chunk: int = 10, seed_docs_per_factor: int = 2,
                            progress=None, mesh: Optional[Mesh] = None):
-    """``zoo.inference.topic_vi.fit_mean_field`` (MoM-LDA coordinate ascent) with the documents split over
+    """``zoo.inference.topics.topic_vi.fit_mean_field`` (MoM-LDA coordinate ascent) with the documents split over
     ``mesh``'s devices: gamma and the document-topic counts by document, the factors (lambda) replicated; the
     E-step's term-topic counts, the entropy and the per-document ELBO terms are psum'd. The same initial state
     (``init_batched``), the same iterations. Returns (final state without the padding documents, ELBO trace)."""
@@ -287,7 +287,7 @@ def fit_stick_breaking_sharded(keys, dense_modalities, n_topics: int, etas, alph
                                local_steps: int = 3, beta_steps: int = 25, beta_learning_rate: float = 0.05,
                                chunk: int = 10, seed_docs_per_factor: int = 2, progress=None,
                                mesh: Optional[Mesh] = None):
-    """``zoo.inference.stick_breaking_vi.fit_stick_breaking`` (MoM-HDP) with the documents split over ``mesh``'s
+    """``zoo.inference.topics.stick_breaking_vi.fit_stick_breaking`` (MoM-HDP) with the documents split over ``mesh``'s
     devices, as ``fit_mean_field_sharded``; the stick optimization sees the psum'd sum_i E log pi_i."""
     mesh = data_mesh() if mesh is None else mesh
     dense = [np.asarray(d, dtype=np.float64) for d in dense_modalities]

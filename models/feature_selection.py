@@ -19,7 +19,7 @@ Three NumPyro programs in one (``variant`` = "full", "fs", "cvfs") over units = 
   delta | Omega ~ N(delta0, Omega / kappa0) (our weak default: nu0 = p + 2, Psi0 = I, kappa0 = 1, delta0 = 0).
 
 ``collapsed_log_density`` is the same joint with (mu, Sigma) integrated out (Appendix eq. 10); the custom sampler
-in ``zoo.inference.label_feature_gibbs`` targets it.
+in ``zoo.inference.label_feature.gibbs`` targets it.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from numpyro.distributions import constraints
 from zoo.inference.linalg import cholesky, spd_solve   # not LAPACK: see inference/linalg.py
 from zoo.models.gaussian import MultivariateNormal
 from zoo.models.shrinkage_mixture import InverseWishart
-from zoo.inference.collapsed_niw import (ConceptPrior, collapsed_concept_log_density, gaussian_logpdf_masked,
+from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, collapsed_concept_log_density, gaussian_logpdf_masked,
                                          masked_cholesky, masked_matrix)
 
 __all__ = ["VARIANTS", "ConceptPrior", "DeltaOmegaPrior", "FeatureSelectionNormal", "feature_selection_model",

@@ -2,7 +2,7 @@
 
 Pr(y = 1 | x) = Phi(f(x)), f(x) = sum_i gamma_i beta_i K(x, x_i): one radial basis function per training point,
 gamma selects the active ones. The NumPyro program below is the reference joint density; the blocked Gibbs
-sampler (``zoo.inference.mil_gibbs``) is tested against it.
+sampler (``zoo.inference.mil.gibbs``) is tested against it.
 
 Sites (N training points, G groups):
   tau ~ Beta(a, b);  gamma (N,) ~ Bernoulli(tau);  delta2 ~ InverseGamma(mu/2, nu/2);
@@ -10,7 +10,7 @@ Sites (N training points, G groups):
       the active block is the g-prior N(0, delta2 A_aa^{-1}), A = Psi'Psi + ridge I, and inactive coefficients
       get an independent N(0, 1) pseudo-prior (they never enter f; fixed shapes keep the program JIT-able);
   z (N,) ~ Normal(Psi (gamma * beta), 1);
-  observations per group (codes of ``zoo.inference.orthant_sampler.constraint_flags``):
+  observations per group (codes of ``zoo.inference.mil.orthant_sampler.constraint_flags``):
     "group_label" (G,): the constraint label implied by the signs of z_g (a one-hot Categorical, so its log-prob
         is 0 when consistent and -inf otherwise), for the constraint and hybrid models;
     "fraction" (G,) ~ Beta(chi lambda_g + 1, chi (1 - lambda_g) + 1), lambda_g = share of z_i > 0 in g,
@@ -26,9 +26,9 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-# the constraint codes (named in ``zoo.inference.constraint_codes``) under the names the programs use
+# the constraint codes (named in ``zoo.inference.mil.constraint_codes``) under the names the programs use
 from zoo.models.gaussian import MultivariateNormal
-from zoo.inference.constraint_codes import (AT_LEAST_ONE as LABEL_AT_LEAST_ONE, FREE as LABEL_FREE,
+from zoo.inference.mil.constraint_codes import (AT_LEAST_ONE as LABEL_AT_LEAST_ONE, FREE as LABEL_FREE,
                                             MIXED as LABEL_MIXED, NEGATIVE as LABEL_NEGATIVE,
                                             POSITIVE as LABEL_POSITIVE)
 

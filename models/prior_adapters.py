@@ -1,8 +1,8 @@
 """Prior adapters below the user layer: the numbers a conjugate update (or a program) needs, read off a prior
 distribution, with the family and the shape checked and ValueErrors naming the site.
 
-They live in ``zoo.models`` so that both the NumPyro programs (``models/``, which may not import ``zoo.priors``)
-and the paper modules (through ``zoo.priors``, which re-exports them) use one definition.
+They live in ``zoo.models`` so that both the NumPyro programs (``models/``, which may not import ``zoo.core.priors``)
+and the paper modules (through ``zoo.core.priors``, which re-exports them) use one definition.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Carbonetto, de Freitas, Gustafson & Thompson (2003): Bayesian feature weighting by shrinkage.
 
-Two NumPyro programs (plain arrays in; the reference joint densities of ``zoo.inference.em``):
+Two NumPyro programs (plain arrays in; the reference joint densities of ``zoo.inference.mixture.em``):
 
 - ``shrinkage_mixture``: x_i ~ sum_c lambda_c N(mu_c, Sigma_c), lambda ~ Dir(nu), mu_c ~ N(mu*, T),
   T = diag(tau2), tau2_k ~ IG(a, b), Sigma_c ~ IW(alpha, alpha Sigma*) (paper Sec. 4, MODELS.md 1a).

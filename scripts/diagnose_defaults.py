@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 import zoo
-from zoo.convergence import ConvergenceWarning
+from zoo.core.convergence import ConvergenceWarning
 
 #: model id -> (data set, loader options, model options)
 CASES = {

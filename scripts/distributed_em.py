@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     import numpy as np
 
     import zoo  # noqa: F401  (float64)
-    from zoo.inference import em
+    from zoo.inference.mixture import em
     from zoo.inference.sharding import run_em_sharded
 
     rng = np.random.default_rng(0)     # the same data on every process; each keeps its own rows on its devices

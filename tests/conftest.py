@@ -36,8 +36,8 @@ SLOWEST_FILES_SHOWN = 15
 
 def pytest_report_header(config):
     """The processor and JAX build at the top of every run, so a machine-dependent failure (rounding, time) is
-    visible at once (``zoo.provenance.platform_fingerprint``, also the key of the golden draws)."""
-    from zoo.provenance import platform_fingerprint
+    visible at once (``zoo.core.provenance.platform_fingerprint``, also the key of the golden draws)."""
+    from zoo.core.provenance import platform_fingerprint
     fp = platform_fingerprint()
     return [f"platform: {fp['processor']} ({fp['machine']}, {fp['cpu_count']} CPUs; "
             f"{' '.join(fp['features']) or 'no listed vector features'}); jax {fp['jax']}, jaxlib {fp['jaxlib']}"]

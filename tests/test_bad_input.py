@@ -16,8 +16,8 @@ from zoo.cli import main
 from zoo.data import AnnotatedRegions, Bags, Matrix, MultimodalCounts
 from zoo.data.files import read_mat, read_npy, read_npz
 from zoo.data.mil import embedded_cluster_data, parallel_lines_data, ring_data
-from zoo.options import check_common_options, seed_value
-from zoo.priors import parse_prior
+from zoo.core.options import check_common_options, seed_value
+from zoo.core.priors import parse_prior
 
 RNG = np.random.default_rng(0)
 X6 = RNG.normal(size=(6, 2))

@@ -13,7 +13,7 @@ from numpyro.infer.util import log_density
 import zoo
 from zoo.data import AnnotatedRegions
 from zoo.data.carbonetto03 import SEC2_VARIANCES, mixture_data_sec2, translation_data_sec52
-from zoo.inference import em
+from zoo.inference.mixture import em
 from zoo.papers import carbonetto03 as c03
 
 

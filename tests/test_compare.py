@@ -6,9 +6,9 @@ import numpyro.distributions as dist
 import pytest
 
 import zoo
-from zoo.comparison import compare, heldout_log_density
+from zoo.diagnostics.comparison import compare, heldout_log_density
 
-pytestmark = pytest.mark.filterwarnings("ignore::zoo.convergence.ConvergenceWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::zoo.core.convergence.ConvergenceWarning")
 #: the mixture fixture compiles NUTS and SVI on carbonetto03's program: about a minute on one core
 slow_mixture = pytest.mark.slow
 
@@ -62,7 +62,7 @@ def test_refusals(mixture_fits):
         compare({"x": object()}, data=held_out)
     with pytest.raises(ValueError, match=r"fits\['nuts'\].*held-out data"):
         compare({"nuts": fits["nuts"]}, data=held_out[:, :1])
-    bags_fit = zoo.results.Fit(idata=fits["nuts"].idata, spec=zoo.model("kueck04.hybrid"), method="blocked_gibbs")
+    bags_fit = zoo.core.fit.Fit(idata=fits["nuts"].idata, spec=zoo.model("kueck04.hybrid"), method="blocked_gibbs")
     with pytest.raises(ValueError, match="different kinds of data"):
         compare({"nuts": fits["nuts"], "mil": bags_fit}, data=held_out)
     with pytest.raises(ValueError, match=r"fits\['mil'\].*no NumPyro program"):

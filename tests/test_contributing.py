@@ -19,12 +19,13 @@ import numpyro.distributions as dist
 
 import zoo.data.toy  # noqa: F401
 from zoo.models.toy import normal_mean_program
-from zoo.registry import register_method, register_model
-from zoo.results import Fit, to_inference_data
+from zoo.core.registry import register_method, register_model
+from zoo.core.fit import Fit
+from zoo.core.idata import to_inference_data
 
 
 def _build(prior_scale: float = 10.0):
-    from zoo.options import positive_float
+    from zoo.core.options import positive_float
     prior_scale = positive_float(prior_scale, "prior_scale")
     return normal_mean_program, {"prior_scale": prior_scale}, {"mu": dist.Normal(0.0, prior_scale)}
 
@@ -134,7 +135,7 @@ def test_a_toy_paper_added_by_the_documented_steps_is_found_everywhere(tmp_path)
     (src / "zoo" / "papers" / "toy.py").write_text(TOY_PAPER)
     (src / "zoo" / "data" / "toy.py").write_text(TOY_DATA)
     (src / "zoo" / "experiments" / "toy.py").write_text(TOY_EXPERIMENT)
-    (src / "zoo" / "experiments" / "toy_bench.py").write_text(TOY_BENCH)
+    (src / "zoo" / "experiments" / "bench" / "toy.py").write_text(TOY_BENCH)
     check = textwrap.dedent(f'''
         import contextlib, io, pathlib
         import pytest

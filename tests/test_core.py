@@ -6,7 +6,7 @@ import pytest
 
 import zoo
 from zoo.data import AnnotatedRegions, Bags, Matrix, MultimodalCounts
-from zoo.priors import parse_prior, resolve_priors
+from zoo.core.priors import parse_prior, resolve_priors
 
 
 @pytest.mark.parametrize("text", [
@@ -166,27 +166,30 @@ def test_small_loop_flag_is_added_once_and_respects_the_user():
     assert _small_loops_as_one_function(empty) and empty["XLA_FLAGS"].startswith("--xla_backend_extra_options=")
 
 
-def test_import_zoo_is_light_and_reference_is_both_the_function_and_the_module():
-    """``import zoo`` loads no NumPy; ``zoo.reference`` / ``zoo.check_sampler`` are loaded on first use, callable
-    (their main function) and still the modules, whether reached as attributes or imported first."""
+def test_import_zoo_is_light_and_reference_is_a_plain_function():
+    """``import zoo`` loads no NumPy; ``zoo.reference`` / ``zoo.check_sampler`` / ``zoo.leaderboard`` are plain
+    functions loaded on first use (no callable-module trick: issue 28); their modules live in
+    ``zoo.diagnostics`` and ``zoo.leaderboards``, and importing a module first changes nothing."""
     import subprocess
     import sys
     code = """
-import sys
+import sys, types
 import zoo
 assert "numpy" not in sys.modules, "import zoo loaded NumPy"
 assert zoo.references() and "numpy" in sys.modules
 ref = zoo.reference("gustafson07.fs", "bench_tiny")
-assert type(ref) is zoo.Reference is zoo.reference.Reference
-assert zoo.reference is sys.modules["zoo.reference"]
-import zoo.check_sampler as cs
-assert cs is zoo.check_sampler and zoo.check_sampler.format_table and callable(zoo.check_sampler)
-from zoo import check_sampler
-assert check_sampler is cs
+assert type(ref) is zoo.Reference is zoo.diagnostics.reference.Reference
+assert isinstance(zoo.reference, types.FunctionType) and zoo.reference is zoo.diagnostics.reference.reference
+import zoo.diagnostics.check_sampler as cs
+assert isinstance(zoo.check_sampler, types.FunctionType) and zoo.check_sampler is cs.check_sampler
+assert cs.format_table
+import zoo.leaderboards.board as board
+assert isinstance(zoo.leaderboard, types.FunctionType) and zoo.leaderboard is board.leaderboard
 print("ok")
 """
-    first = "import zoo.reference\nimport zoo\nassert zoo.reference('gustafson07.fs', 'bench_tiny').summary()\n" \
-            "print('ok')\n"
+    first = ("import zoo.diagnostics.reference, zoo.leaderboards.board\nimport zoo, types\n"
+             "assert isinstance(zoo.reference, types.FunctionType)\n"
+             "assert zoo.reference('gustafson07.fs', 'bench_tiny').summary()\nprint('ok')\n")
     for script in (code, first):
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr[-3000:]

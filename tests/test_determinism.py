@@ -37,7 +37,7 @@ CASES = [
                  dict(method="map", num_chains=2, num_steps=20, covariance="diag"), marks=pytest.mark.extended),
     ("carbonetto03.shrinkage_mixture", SEC2[:60], dict(method="nuts", num_chains=2, num_warmup=5, num_samples=5,
                                                        chain_method="sequential", covariance="diag")),
-    # "parallel" passes zoo.options' check for every MCMC method; NumPyro's own parallel chains (pmap) draw them
+    # "parallel" passes zoo.core.options' check for every MCMC method; NumPyro's own parallel chains (pmap) draw them
     # one after another when there are fewer devices than chains
     pytest.param("carbonetto03.shrinkage_mixture", SEC2[:60],
                  dict(method="nuts", num_chains=2, num_warmup=5, num_samples=5, chain_method="parallel",
@@ -60,7 +60,7 @@ def test_same_seed_same_draws(model_id, data, options):
 
 def test_a_jax_key_is_a_seed_and_maps_to_the_same_run():
     import jax
-    from zoo.options import seed_value
+    from zoo.core.options import seed_value
     key = jax.random.key(5)
     spec = zoo.model("carbonetto03.shrinkage_mixture")
     a = _posterior(zoo.fit(spec, SEC2, seed=key, max_iter=10))

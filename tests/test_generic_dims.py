@@ -1,4 +1,4 @@
-"""Generic methods (nuts, svi, map) name InferenceData dims after the program's plates (zoo.generic.site_dims)."""
+"""Generic methods (nuts, svi, map) name InferenceData dims after the program's plates (zoo.core.generic.site_dims)."""
 import jax.numpy as jnp
 import numpy as np
 import numpyro
@@ -6,7 +6,7 @@ import numpyro.distributions as dist
 import pytest
 
 import zoo
-from zoo.generic import site_dims
+from zoo.core.generic import site_dims
 
 
 def _program(y, group):
@@ -33,7 +33,7 @@ def test_site_dims_names_plates_and_event_dims():
     assert dims["objective"] == ["iteration"]
 
 
-@pytest.mark.filterwarnings("ignore::zoo.convergence.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore::zoo.core.convergence.ConvergenceWarning")
 def test_nuts_dims_from_plates():
     fit = zoo.fit(_program, _data(), method="nuts", num_warmup=20, num_samples=20, num_chains=1,
                   progress_bar=False)

@@ -3,7 +3,7 @@ the draws recorded in ``tests/golden/`` -- bit for bit on the machine that recor
 
 Why: the drivers, kernels and their plumbing get refactored; a refactor that is meant to preserve behaviour must
 leave the random stream and the arithmetic alone. ``draws.json`` keeps, per case and array, a sha256, the shape
-and the sum, and the platform that recorded them (``zoo.provenance.platform_fingerprint``: processor model and
+and the sum, and the platform that recorded them (``zoo.core.provenance.platform_fingerprint``: processor model and
 arithmetic features, CPU count, jax/jaxlib, XLA_FLAGS); ``draws.npz`` keeps the arrays themselves.
 
 - **Same platform**: every array must hash as recorded (exact; XLA's compiled code is deterministic there).
@@ -183,7 +183,7 @@ def _golden_arrays(case: str, names) -> dict[str, np.ndarray] | None:
 
 
 def _save_golden(case: str, arrays: dict[str, np.ndarray]) -> None:
-    from zoo.provenance import platform_fingerprint
+    from zoo.core.provenance import platform_fingerprint
     golden = _golden()
     if golden.get("platform") not in (None, platform_fingerprint()):
         golden["cases"] = {}   # a record from another machine is not mixed with this one's
@@ -255,7 +255,7 @@ def rounding_differences(expected: dict[str, np.ndarray], got: dict[str, np.ndar
 def check_against_golden(case: str, arrays: dict[str, np.ndarray], same_platform: bool | None = None) -> list[str]:
     """What differs from the recording of ``case`` (empty: the draws are the recorded ones); exact on the recording
     platform, to rounding elsewhere (``same_platform`` overrides the fingerprint comparison, for tests)."""
-    from zoo.provenance import platform_fingerprint
+    from zoo.core.provenance import platform_fingerprint
     golden = _golden()
     record = golden["cases"].get(case)
     if record is None:
@@ -335,7 +335,7 @@ def test_a_recorded_case_passes_the_other_platform_path():
 
 
 def test_platform_fingerprint_names_what_decides_rounding():
-    from zoo.provenance import platform_fingerprint
+    from zoo.core.provenance import platform_fingerprint
     fp = platform_fingerprint()
     assert set(fp) == {"machine", "processor", "features", "cpu_count", "jax", "jaxlib", "xla_flags"}
     assert fp["processor"] and fp["cpu_count"] >= 1 and json.loads(json.dumps(fp)) == fp

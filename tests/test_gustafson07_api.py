@@ -9,7 +9,7 @@ from zoo.data import AnnotatedRegions
 from zoo.data.gustafson07 import sec6_synthetic
 from zoo.models.feature_selection import BackgroundCovariance, BackgroundMean, ConceptCovariance, ConceptMean
 from zoo.papers.gustafson07 import region_arrays, region_problem
-from zoo.diagnostics import independence_switch_rate, plot_switch_rates, switch_rates, thinned_switch_rate
+from zoo.diagnostics.switch_rate import independence_switch_rate, plot_switch_rates, switch_rates, thinned_switch_rate
 
 
 def _regions(X=None, image_ids=(0, 0, 0, 1, 1, 1), keywords=(("sky", "sea"), ("sky",)), vocabulary=("sky", "sea")):

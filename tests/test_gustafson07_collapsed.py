@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from zoo.inference.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density, masked_matrix,
+from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density, masked_matrix,
                                          niw_log_marginal, niw_posterior, sample_beta, sample_gamma,
                                          sample_masked_inverse_wishart, suffstats)
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
@@ -169,10 +169,10 @@ def test_predictive_cache_leave_one_out_and_shifts_match_fresh_caches():
     ``cache_shift`` (x added to, removed from or kept off each entry) and ``cache_shift_entries`` (the same on listed
     entries, one repeated with sign 0 as the joint move does) equal a cache rebuilt from the changed statistics;
     masks differ across entries. Everything in one compiled function (eager dispatch took 7 s)."""
-    from zoo.inference.collapsed_niw import concept_niw_prior, niw_log_predictive
-    from zoo.inference.niw_predictive import (cache_log_predictive, cache_log_predictive_loo, cache_shift,
+    from zoo.inference.label_feature.collapsed_niw import concept_niw_prior, niw_log_predictive
+    from zoo.inference.label_feature.niw_predictive import (cache_log_predictive, cache_log_predictive_loo, cache_shift,
                                               cache_shift_entries, concept_normalizer_table, predictive_cache)
-    from zoo.inference.collapsed_niw import suffstats   # the plain function (the module's is jitted)
+    from zoo.inference.label_feature.collapsed_niw import suffstats   # the plain function (the module's is jitted)
     rng = np.random.default_rng(4)
     p, cp = 4, ConceptPrior()
     W0, W1, W2 = (jnp.asarray(rng.normal(size=(n, p)) + i) for i, n in enumerate((6, 3, 9)))
@@ -209,7 +209,7 @@ def test_predictive_cache_leave_one_out_and_shifts_match_fresh_caches():
 def test_triangular_inverse_and_the_inverses_built_on_it_match_numpy():
     """``triangular_inverse_lower`` (batched) is L^{-1}; the masked Gaussian log density built on it equals scipy's
     on the mask (the identity block off the mask contributes nothing)."""
-    from zoo.inference.collapsed_niw import gaussian_logpdf_masked, masked_cholesky
+    from zoo.inference.label_feature.collapsed_niw import gaussian_logpdf_masked, masked_cholesky
     from zoo.inference.linalg import triangular_inverse_lower
     rng = np.random.default_rng(7)
     B = rng.normal(size=(3, 5, 5))

@@ -24,8 +24,8 @@ from test_gustafson07_gibbs import (ALLOWED, IMAGE_INDEX, KEYWORDS, P, X_TINY, _
                                     _problem, fast_jit)
 from zoo.data import AnnotatedRegions
 from zoo.inference.driver import next_key
-from zoo.inference.label_feature_gibbs import gibbs_step, init_chain, run_gibbs
-from zoo.inference.label_feature_joint import joint_flip_relabel_step
+from zoo.inference.label_feature.gibbs import gibbs_step, init_chain, run_gibbs
+from zoo.inference.label_feature.joint import joint_flip_relabel_step
 from zoo.models.collapsed_fs import collapsed_fs_program
 from zoo.models.feature_selection import coverage_ok, feature_selection_model, label_prior_probs
 from zoo.papers import gustafson07

@@ -17,10 +17,10 @@ import numpyro
 import pytest
 from numpyro.handlers import condition, seed, trace
 
-from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
+from zoo.inference.label_feature.collapsed_niw import ConceptPrior, NIWPrior
 from zoo.inference.driver import FAST_COMPILE_OPTIONS, next_key
-from zoo.inference.label_feature_gibbs import LabelFeatureGibbs, gibbs_step, init_chain, init_state
-from zoo.inference.label_feature_state import BetaMixture, RegionProblem
+from zoo.inference.label_feature.gibbs import LabelFeatureGibbs, gibbs_step, init_chain, init_state
+from zoo.inference.label_feature.state import BetaMixture, RegionProblem
 from zoo.models.feature_selection import (DeltaOmegaPrior, collapsed_log_density, concept_masks, coverage_ok,
                                           feature_selection_model)
 
@@ -116,7 +116,7 @@ def test_flip_step_leaves_the_exact_conditional_of_m_invariant_for_both_scans():
     """Step 1 alone (CVFS, Y fixed, alpha away from 1/2, delta and Omega not the identity): the frequencies of
     (M_1, M_2) after many flip steps match the enumerated conditional, for the paper's random flips and for the
     systematic scan (one compiled chain, the scan flag traced)."""
-    from zoo.inference.label_feature_flips import feature_flip_step
+    from zoo.inference.label_feature.flips import feature_flip_step
     Y = np.array([1, 0, 2, 2])
     alpha = np.array([0.3, 0.8])
     delta, Omega = jnp.array([0.2, -0.1]), jnp.array([[1.3, 0.5], [0.5, 0.9]])
@@ -279,7 +279,7 @@ def _delta_omega_z_scores(exact: bool, n_steps: int = 10000, n_is: int = 100_000
 
 @fast_jit
 def _delta_omega_chain(problem, state, keys):
-    from zoo.inference.label_feature_moves import delta_omega_step
+    from zoo.inference.label_feature.moves import delta_omega_step
 
     def body(s, k):
         s, _ = delta_omega_step(problem, s, k)

@@ -21,9 +21,9 @@ from jax.scipy.stats import multivariate_normal
 
 from test_gustafson07_gibbs import (ALLOWED, IMAGE_INDEX, KEYWORDS, P, X_TINY, _batch_se, _enumerate_fs,
                                     _init_state, _problem, fast_jit)
-from zoo.inference.label_feature_flips import delta_collapsed_flip_step
-from zoo.inference.label_feature_joint import joint_flip_relabel_step
-from zoo.inference.label_feature_moves import omega_step
+from zoo.inference.label_feature.flips import delta_collapsed_flip_step
+from zoo.inference.label_feature.joint import joint_flip_relabel_step
+from zoo.inference.label_feature.moves import omega_step
 from zoo.models.feature_selection import collapsed_log_density, concept_masks, coverage_ok
 
 Y_FIXED = np.array([1, 0, 2, 2])

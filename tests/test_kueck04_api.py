@@ -30,7 +30,7 @@ def ring_fit(ring):
 def test_catalog_and_default_method():
     ids = {c.id for c in zoo.catalog()}
     assert {"kueck04.supervised", "kueck04.constraint", "kueck04.measurement", "kueck04.hybrid"} <= ids
-    assert zoo.registry.get_model("kueck04.constraint").default_method == "blocked_gibbs"
+    assert zoo.core.registry.get_model("kueck04.constraint").default_method == "blocked_gibbs"
     assert {"blocked_gibbs", "blocked_gibbs_mh"} <= set(zoo.methods("kueck04.hybrid"))
 
 

@@ -20,9 +20,9 @@ from numpyro.infer import Predictive
 
 import zoo  # noqa: F401
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
-from zoo.inference.mil_gibbs import (MILConfig, MILHyper, MILProblem, init_mil_state, mil_gibbs_sweep,
+from zoo.inference.mil.gibbs import (MILConfig, MILHyper, MILProblem, init_mil_state, mil_gibbs_sweep,
                                      state_from_position)
-from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
+from zoo.inference.mil.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import LABEL_FREE, gram_matrix, group_label_from_signs, kernel_mil_program
 
 N_FORWARD = 20000
@@ -197,9 +197,9 @@ def _moved_by_collapsed_move(chi, n_moves: int, joint_from_table: bool = False):
     """Compiled (vmapped) transition by the Z-collapsed (beta, delta2) move alone (gamma fixed, Z not used).
     ``joint_from_table``: the joint (log delta2, beta) try alone (no independence tries), with the proposal fits
     memoized on the log delta2 grid (``collapsed_beta.FitTable``)."""
-    from zoo.inference.collapsed_beta import chi_square_shapes
-    from zoo.inference.kernel_selection import active_rows
-    from zoo.inference.mil_gibbs import _collapsed_step
+    from zoo.inference.mil.collapsed_beta import chi_square_shapes
+    from zoo.inference.mil.kernel_selection import active_rows
+    from zoo.inference.mil.gibbs import _collapsed_step
     config = _setup("hybrid" if chi else "constraint")[6]._replace(beta_move="laplace")
     if joint_from_table:
         config = config._replace(laplace_tries=0, laplace_table=True, update_gamma=False)

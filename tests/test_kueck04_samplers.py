@@ -9,9 +9,9 @@ import pytest
 from scipy import stats
 
 import zoo  # noqa: F401  (float64)
-from zoo.inference.kernel_selection import active_rows, kernel_selection_sweep, log_marginal_gamma
+from zoo.inference.mil.kernel_selection import active_rows, kernel_selection_sweep, log_marginal_gamma
 from zoo.inference.linalg import active_set_from_mask, apply_birth, apply_death, birth_terms, dense_inverse
-from zoo.inference.orthant_sampler import (GroupLayout, count_constraint_log_weight, group_log_likelihood,
+from zoo.inference.mil.orthant_sampler import (GroupLayout, count_constraint_log_weight, group_log_likelihood,
                                            measurement_log_weight, sample_signs_by_count, sample_signs_constrained,
                                            sign_marginals)
 from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards, sample_orthant_normal
@@ -143,7 +143,7 @@ def test_group_log_likelihood_and_sign_marginals_match_enumeration(weighted):
 def test_collapsed_terms_pure_group_shortcut_equals_the_general_computation():
     """The collapsed move handles groups of known signs directly (dp_groups lists the others): the same group
     log-likelihoods, sign marginals and Newton terms as the general forward pass over every group."""
-    from zoo.inference.collapsed_beta import CollapsedData, _collapsed_terms, _score_and_curvature
+    from zoo.inference.mil.collapsed_beta import CollapsedData, _collapsed_terms, _score_and_curvature
     layout = _layout()
     for kind in ((1, 2, 0), (0, 3, 2), (2, 0, 0)):
         kind = jnp.array(kind)
@@ -160,7 +160,7 @@ def test_fit_table_memoizes_the_grid_node_fit_and_empties_on_a_new_active_set():
     """The memoized proposal (fixed active set): the fit at the nearest log delta2 node, computed once from the
     anchor (the same as a fresh fit there, whatever was looked up before), looked up afterwards, and forgotten
     when the active set changes (its fits belong to another gamma)."""
-    from zoo.inference.collapsed_beta import (TABLE_NEWTON_STEPS, CollapsedData, empty_anchor, ensure_anchor,
+    from zoo.inference.mil.collapsed_beta import (TABLE_NEWTON_STEPS, CollapsedData, empty_anchor, ensure_anchor,
                                               grid_cell, grid_log_delta2, laplace_fit, proposal_fit)
     from zoo.inference.linalg import active_gram, slot_mask
     rng = np.random.default_rng(5)
@@ -245,7 +245,7 @@ def test_refresh_rebuilds_an_overflowed_inverse():
     overflow (inf - inf = NaN); that must count as inaccurate and rebuild H (it once slipped through and the cubic and
     thin-plate kernels returned NaN predictions)."""
     from zoo.inference.linalg import active_gram, slot_mask
-    from zoo.inference.mil_gibbs import refresh_if_inaccurate
+    from zoo.inference.mil.gibbs import refresh_if_inaccurate
     n = 8
     _, gram = _gram(n, 3, duplicate=False)
     gram = jnp.asarray(gram)

@@ -1,10 +1,10 @@
-"""zoo.leaderboard and zoo.baselines: the protocol on a tiny synthetic AnnotatedRegions, hand-checked metrics
+"""zoo.leaderboard and zoo.leaderboards.baselines: the protocol on a tiny synthetic AnnotatedRegions, hand-checked metrics
 and baselines, and no test-fold leakage."""
 import numpy as np
 import pytest
 
-from zoo import baselines as bl
-from zoo import leaderboard as lb
+from zoo.leaderboards import baselines as bl
+from zoo.leaderboards import board as lb
 from zoo.data import AnnotatedRegions
 
 
@@ -155,7 +155,7 @@ def test_bad_input_names_the_field():
 
 
 def test_cli_parses_and_module_is_callable():
-    import zoo.leaderboard
+    import zoo.leaderboards.board
     from zoo.cli import build_parser
     args = build_parser().parse_args(["leaderboard", "--fast", "--splits", "2", "--model", "chance"])
     assert args.fast and args.splits == 2 and args.model == ["chance"] and args.data == "msrc_v2"
@@ -201,7 +201,7 @@ def test_raw_feature_rows_undo_the_split_standardization():
 
 
 def test_precision_recall_at_5_by_hand():
-    from zoo.leaderboard_corel import precision_recall_at_5
+    from zoo.leaderboards.corel5k import precision_recall_at_5
     scores = np.arange(7.0)[None, ::-1].repeat(2, axis=0)              # words 0..4 ranked first
     captions = np.zeros((2, 7), bool)
     captions[0, [0, 1, 6]] = True                                       # 2 of 3 in the top 5
@@ -218,7 +218,7 @@ def _row(dataset, method, split, value, family="model", metric="caption_acc"):
 
 
 def test_before_after_is_paired_over_common_splits_and_goals_compare_means():
-    from zoo.leaderboard_report import before_after, before_after_markdown, goals
+    from zoo.leaderboards.report import before_after, before_after_markdown, goals
     rows = [_row("d", "MoM-HDP (T=20, default)", 0, 0.5), _row("d", "MoM-HDP (T=20, default)", 1, 0.7),
             _row("d", "MoM-HDP (T by ELBO)", 1, 0.8), _row("d", "MoM-HDP (T by ELBO)", 2, 0.1),
             _row("d", "co-occurrence", 0, 0.6, "baseline"), _row("d", "co-occurrence", 1, 0.6, "baseline"),
@@ -237,7 +237,7 @@ def test_best_by_elbo_keeps_the_highest_training_elbo(monkeypatch):
     import types
 
     import zoo
-    from zoo import leaderboard_methods as lm
+    from zoo.leaderboards import methods as lm
     elbos = {5: -10.0, 10: -3.0, 20: -7.0}
     fits = []
 
@@ -261,7 +261,7 @@ def test_inner_p5_selection_fits_without_the_words_its_inner_part_lacks():
     """A word seen only in held-out training images is not an all-zero column of the inner fit (which would be
     refused) and the refit on all training images keeps every word."""
     from zoo.data import MultimodalCounts
-    from zoo.leaderboard_corel import select_by_inner_p5
+    from zoo.leaderboards.corel5k import select_by_inner_p5
     rng = np.random.default_rng(0)
     n, seed = 40, 0
     words = rng.poisson(1.0, (n, 6))

@@ -1,4 +1,4 @@
-"""The kueck04 models' candidate basis smaller than N (``basis`` option, ``zoo.inference.mil_basis``)."""
+"""The kueck04 models' candidate basis smaller than N (``basis`` option, ``zoo.inference.mil.basis``)."""
 import warnings
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import zoo
 from zoo.data import Bags
-from zoo.inference.mil_basis import kmeans_pp_indices
+from zoo.inference.mil.basis import kmeans_pp_indices
 from zoo.papers.kueck04 import prepare
 
 

@@ -1,5 +1,5 @@
-"""Exactness of the kueck04 sampler's extra moves: the swap move of gamma (``zoo.inference.mil_swap``) and the
-Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil_scale``).
+"""Exactness of the kueck04 sampler's extra moves: the swap move of gamma (``zoo.inference.mil.swap``) and the
+Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil.scale``).
 
 Each move: an exact check against brute force on a tiny problem (enumeration of gamma; exact posterior draws by
 rejection from the prior) and a joint-distribution (Geweke marginal-conditional) test against the NumPyro program
@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 import zoo  # noqa: F401
-from zoo.inference.collapsed_beta import CollapsedData, collapsed_group_log_likelihood
+from zoo.inference.mil.collapsed_beta import CollapsedData, collapsed_group_log_likelihood
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
-from zoo.inference.kernel_selection import active_rows, draw_beta, log_marginal_gamma
+from zoo.inference.mil.kernel_selection import active_rows, draw_beta, log_marginal_gamma
 from zoo.inference.linalg import active_set_from_mask, dense_inverse, slot_mask
-from zoo.inference.mil_gibbs import state_from_position
-from zoo.inference.mil_scale import collapsed_scale_move
-from zoo.inference.mil_swap import swap_move
+from zoo.inference.mil.gibbs import state_from_position
+from zoo.inference.mil.scale import collapsed_scale_move
+from zoo.inference.mil.swap import swap_move
 from zoo.models.kernel_mil import gram_matrix
 
 from test_kueck04_geweke import HYPER, _forward_halves, _setup, _stats, _zscores
@@ -75,7 +75,7 @@ def test_swap_move_matches_enumeration(k):
 # ---------------------------------------------------------------------------------------------- scale move
 def _scale_problem():
     """4 instances in 2 MIL-constraint groups (group 0 negative, group 1 mixed), K = 2 active kernels."""
-    from zoo.inference.orthant_sampler import GroupLayout
+    from zoo.inference.mil.orthant_sampler import GroupLayout
     X = jnp.array([[0.0, 0.0], [1.0, 0.5], [1.8, -0.3], [-0.7, 1.1]])
     psi = gram_matrix(X, X[:2], "gaussian", 1.0)                       # (4, 2): the active columns
     gram = psi.T @ psi + 1e-8 * jnp.eye(2)
@@ -130,7 +130,7 @@ def _moved_by(move: str, n_moves: int, variant: str = "constraint"):
     """Compiled (vmapped) transition of program draws by one move alone: "swap" (gamma | Z, delta2 with beta
     integrated out, then beta | gamma, Z, delta2) or "scale" (Z-collapsed (beta, delta2) scale; Z redrawn given
     the new f by the sweep's Z step)."""
-    from zoo.inference.mil_gibbs import _collapsed_data, _delta2_log_prior, z_update
+    from zoo.inference.mil.gibbs import _collapsed_data, _delta2_log_prior, z_update
     _, _, _, _, _, _, config, problem_for = _setup(variant)
 
     def transition(key, gamma, beta, delta2, z, label, fraction):

@@ -1,5 +1,5 @@
-"""Padded kueck04 problems (``zoo.inference.mil_padding``) have the unpadded posterior, and a padded
-cross-validation compiles its sampler once (``zoo.experiments.kueck04_cv``)."""
+"""Padded kueck04 problems (``zoo.inference.mil.padding``) have the unpadded posterior, and a padded
+cross-validation compiles its sampler once (``zoo.papers.kueck04_cv``)."""
 import itertools
 
 import jax
@@ -11,13 +11,13 @@ from numpyro.infer import Predictive
 
 import zoo
 from zoo.data import Bags
-from zoo.inference.constraint_codes import AT_LEAST_ONE, FREE, NEGATIVE
+from zoo.inference.mil.constraint_codes import AT_LEAST_ONE, FREE, NEGATIVE
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
-from zoo.inference.kernel_selection import kernel_selection_sweep, log_marginal_gamma
+from zoo.inference.mil.kernel_selection import kernel_selection_sweep, log_marginal_gamma
 from zoo.inference.linalg import active_set_from_mask
-from zoo.inference.mil_gibbs import MILConfig, MILHyper, MILProblem, mil_step, state_from_position, z_update
-from zoo.inference.mil_padding import PaddedShape, pad_problem, shared_shape
-from zoo.inference.orthant_sampler import GroupLayout
+from zoo.inference.mil.gibbs import MILConfig, MILHyper, MILProblem, mil_step, state_from_position, z_update
+from zoo.inference.mil.padding import PaddedShape, pad_problem, shared_shape
+from zoo.inference.mil.orthant_sampler import GroupLayout
 from zoo.models.kernel_mil import gram_matrix, group_label_from_signs, kernel_mil_program
 
 A, B, D2_ALPHA, D2_BETA = 1.0, 1.0, 2.0, 2.0
@@ -146,7 +146,7 @@ def test_shared_shape_and_bad_padding():
 def test_cross_validation_compiles_the_sampler_once():
     """Three folds of different sizes (bags of 2-4 instances) run one compiled chunk; draws are finite and
     padding centres are never active (their beta columns are dropped: M real columns per fold)."""
-    from zoo.experiments.kueck04_cv import fold_fits, fold_scores
+    from zoo.papers.kueck04_cv import fold_fits, fold_scores
     from zoo.inference import driver
     from zoo.papers.kueck04 import _predict_arrays
     rng = np.random.default_rng(3)

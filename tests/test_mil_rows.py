@@ -1,4 +1,4 @@
-"""Kernel rows on demand (``zoo.inference.mil_rows``, issue 21.4): the sampler without a stored N x M matrix gives
+"""Kernel rows on demand (``zoo.inference.mil.rows``, issue 21.4): the sampler without a stored N x M matrix gives
 the draws of the stored-matrix path for the same seed (to rounding)."""
 import jax
 import numpy as np
@@ -8,8 +8,8 @@ import zoo
 from zoo.data import Bags
 from zoo.data.mil import ring_data
 from zoo.inference.driver import FAST_COMPILE_OPTIONS, sample_chunked
-from zoo.inference.mil_gibbs import build_mil_kernel, mil_draw
-from zoo.inference.mil_rows import ON_DEMAND_ABOVE, rows_on_demand
+from zoo.inference.mil.gibbs import build_mil_kernel, mil_draw
+from zoo.inference.mil.rows import ON_DEMAND_ABOVE, rows_on_demand
 from zoo.papers import kueck04 as paper
 
 pytestmark = [pytest.mark.filterwarnings("ignore:convergence"), pytest.mark.filterwarnings("ignore:kueck04")]

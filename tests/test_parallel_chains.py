@@ -56,7 +56,7 @@ def test_parallel_on_the_devices_at_hand_equals_sequential():
 
 def test_chain_method_is_validated_in_one_place():
     from zoo.inference.driver import CHAIN_METHODS as DRIVER_METHODS
-    from zoo.options import CHAIN_METHODS, chain_method, check_common_options
+    from zoo.core.options import CHAIN_METHODS, chain_method, check_common_options
     assert CHAIN_METHODS == DRIVER_METHODS
     for method in CHAIN_METHODS:
         assert check_common_options({"chain_method": method})["chain_method"] == method
@@ -126,7 +126,7 @@ def _child_gustafson07():
     import zoo
     from zoo.data.gustafson07 import sec6_synthetic
     from zoo.inference.driver import FAST_COMPILE_OPTIONS, sample_chunked
-    from zoo.inference.label_feature_gibbs import Collect, build_gibbs_kernel, label_proba_sum
+    from zoo.inference.label_feature.gibbs import Collect, build_gibbs_kernel, label_proba_sum
     from zoo.papers import gustafson07
     spec = zoo.model("gustafson07.fs")
     arrays = gustafson07.region_arrays(sec6_synthetic(n_per_concept=6, seed=1))

@@ -1,9 +1,9 @@
-"""``zoo bench scaling`` (zoo.experiments.scaling): the growth exponent fit, the table, and one family's four
+"""``zoo bench scaling`` (zoo.experiments.bench.scaling): the growth exponent fit, the table, and one family's four
 sizes end to end (slow: a child process per size)."""
 import numpy as np
 import pytest
 
-from zoo.experiments import scaling
+from zoo.experiments.bench import scaling
 
 
 def test_growth_exponent_recovers_a_power_law():

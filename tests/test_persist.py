@@ -10,8 +10,8 @@ import xarray as xr
 
 import zoo
 from zoo.data import Matrix
-from zoo.finite import NonFiniteResultError
-from zoo.provenance import PROVENANCE_KEYS
+from zoo.core.finite import NonFiniteResultError
+from zoo.core.provenance import PROVENANCE_KEYS
 from zoo.data.mil import ring_data
 from zoo.data.ross03 import MatrixDataset
 

@@ -1,4 +1,4 @@
-"""zoo.priors adapters: the numbers a conjugate kernel needs, read off a resolved prior, with bad priors refused
+"""zoo.core.priors adapters: the numbers a conjugate kernel needs, read off a resolved prior, with bad priors refused
 naming the site."""
 import jax.numpy as jnp
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 import zoo  # noqa: F401  (float64)
 from zoo.models.shrinkage_mixture import ImproperInverseGamma
-from zoo.priors import beta_mixture_parameters, beta_parameters, dirichlet_concentration, inverse_gamma_parameters
+from zoo.core.priors import beta_mixture_parameters, beta_parameters, dirichlet_concentration, inverse_gamma_parameters
 
 
 def test_dirichlet_concentration_broadcasts_a_symmetric_prior_and_keeps_a_full_one():
@@ -30,7 +30,7 @@ def test_dirichlet_concentration_has_one_definition_below_the_user_layer_and_wor
     import jax
 
     from zoo.models import prior_adapters
-    assert dirichlet_concentration is prior_adapters.dirichlet_concentration   # zoo.priors re-exports it
+    assert dirichlet_concentration is prior_adapters.dirichlet_concentration   # zoo.core.priors re-exports it
 
     @jax.jit
     def traced(conc):             # a program traced with its prior's concentration as an argument

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import zoo
-from zoo.check_sampler import check_sampler, format_table, plot_error_vs_cost
-from zoo.reference import FORMAT, Reference, summarize_draws
+from zoo.diagnostics.check_sampler import check_sampler, format_table, plot_error_vs_cost
+from zoo.diagnostics.reference import FORMAT, Reference, summarize_draws
 
 
 def test_stored_references_parse_and_say_how_they_were_made():
@@ -126,7 +126,7 @@ def _mixture_draws(rng, chains=2, draws=5, n_comp=3, dim=4):
 
 def test_carbonetto_quantities_are_permutation_invariant_and_match_direct_densities():
     from scipy.stats import multivariate_normal
-    from zoo.reference_problems import _carbonetto_quantities
+    from zoo.diagnostics.reference_problems import _carbonetto_quantities
     rng = np.random.default_rng(3)
     x, held = rng.normal(size=(5, 4)), rng.normal(size=(3, 4))
     d = _mixture_draws(rng)
@@ -151,7 +151,7 @@ def test_carbonetto_quantities_are_permutation_invariant_and_match_direct_densit
 
 
 def test_translation_label_probabilities_sum_to_one_over_the_allowed_words():
-    from zoo.reference_problems import _carbonetto_quantities
+    from zoo.diagnostics.reference_problems import _carbonetto_quantities
     rng = np.random.default_rng(4)
     x = rng.normal(size=(4, 3))
     allowed = np.array([[1, 1, 0], [1, 0, 0], [0, 1, 1], [1, 1, 1]], bool)
@@ -169,7 +169,7 @@ def test_translation_label_probabilities_sum_to_one_over_the_allowed_words():
 
 
 def test_check_sampler_suite_writes_table_json_and_plot(tmp_path):
-    from zoo.check_sampler import run_suite
+    from zoo.diagnostics.check_sampler import run_suite
     suite = (("gustafson07.fs", "bench_tiny", (("exact iid", _iid_sampler(0.0)), ("biased iid", _iid_sampler(0.05)))),)
     results = run_suite(draws=(300,), chains=2, warmup=10, out=tmp_path, suite=suite)
     (scores,) = results.values()
@@ -184,8 +184,8 @@ def test_check_sampler_suite_writes_table_json_and_plot(tmp_path):
 def test_build_records_command_and_checks_an_enumeration_against_a_sampler(monkeypatch):
     """build() on an exact problem: meets_bar true, no ESS/r-hat, the default sampler run against the enumeration
     (z in its own MCSE units: small for an exact sampler, large for a biased one), and the rebuild command."""
-    import zoo.reference_problems as rp
-    from zoo.reference import build
+    import zoo.diagnostics.reference_problems as rp
+    from zoo.diagnostics.reference import build
     ref = zoo.reference("gustafson07.fs", "bench_tiny")
     base = rp.problem("gustafson07.fs", "bench_tiny")
 
@@ -215,9 +215,9 @@ def test_build_records_command_and_checks_an_enumeration_against_a_sampler(monke
 def test_build_saves_the_main_run_before_the_cross_check(monkeypatch, tmp_path):
     """A build stopped during the cross-check (here: the cross-check sampler fails) leaves the main run's reference
     on disk, its cross-check marked as not run."""
-    import zoo.reference as zr
-    import zoo.reference_problems as rp
-    from zoo.reference import build
+    import zoo.diagnostics.reference as zr
+    import zoo.diagnostics.reference_problems as rp
+    from zoo.diagnostics.reference import build
     base = rp.problem("gustafson07.fs", "bench_tiny")
     names, run = zoo.reference("gustafson07.fs", "bench_tiny").names, _iid_sampler(0.0)
 
@@ -245,9 +245,9 @@ def test_add_cross_check_appends_agreement_without_rebuilding(monkeypatch, tmp_p
     """add_cross_check runs one more kernel against the stored reference: an unbiased one agrees (small |z|), a
     biased one does not; each record is appended to more_cross_checks and the reference's values stay as stored."""
     import shutil
-    import zoo.reference as zr
-    import zoo.reference_problems as rp
-    from zoo.reference import add_cross_check
+    import zoo.diagnostics.reference as zr
+    import zoo.diagnostics.reference_problems as rp
+    from zoo.diagnostics.reference import add_cross_check
     src = zr.REFERENCE_DIR / "gustafson07.fs__bench_tiny.json"
     shutil.copy(src, tmp_path / src.name)
     monkeypatch.setattr(zr, "REFERENCE_DIR", tmp_path)

@@ -10,7 +10,7 @@ from jax.scipy.special import logsumexp
 import zoo
 from zoo.data import Matrix
 from zoo.data.ross03 import MatrixDataset, shapes_images, shapes_split
-from zoo.inference import mcvq_steps as steps
+from zoo.inference.mcvq import steps
 
 
 def test_registered_models_and_methods():

@@ -14,8 +14,8 @@ from numpyro.infer.util import log_density
 
 import zoo
 from zoo.data import Matrix
-from zoo.inference import mcvq_steps as steps
-from zoo.inference.variational_em import MCVQConfig, initialize, run_variational_em, temperature_schedule
+from zoo.inference.mcvq import steps
+from zoo.inference.mcvq.variational_em import MCVQConfig, initialize, run_variational_em, temperature_schedule
 from zoo.models.mcvq import mcvq_program
 
 FLAT2 = steps.PriorConcentrations(a=jnp.ones(2), b=jnp.ones(2), beta=jnp.ones(2))

@@ -1,4 +1,4 @@
-"""SBC machinery (zoo.sbc): an exact posterior sampler passes, deliberately miscalibrated ones fail; ranks with
+"""SBC machinery (zoo.diagnostics.sbc): an exact posterior sampler passes, deliberately miscalibrated ones fail; ranks with
 ties; the uniformity tests' size. The SBC of the zoo's models runs in the slow suite and in ``zoo reproduce sbc``."""
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import zoo  # noqa: F401  (float64)
-from zoo.sbc import chi2_test, ecdf_test, plot_ecdf_difference, ranks, run_sbc, sbc_table
+from zoo.diagnostics.sbc import chi2_test, ecdf_test, plot_ecdf_difference, ranks, run_sbc, sbc_table
 
 N_TRIALS, A, B = 10, 2.0, 2.0
 
@@ -97,7 +97,7 @@ def test_simulate_program_draws_observed_sites_given_the_latents():
 def test_fit_draws_thins_evenly_and_takes_one_chain():
     import arviz as az
     from zoo.experiments.sbc_models import fit_draws
-    from zoo.results import Fit
+    from zoo.core.fit import Fit
     values = np.arange(2 * 10 * 3, dtype=float).reshape(2, 10, 3)
     fit = Fit(idata=az.from_dict(posterior={"a": values}), spec=None, method="x")
     assert fit_draws(fit, ["a"], 4)["a"].shape == (4, 3)

@@ -56,7 +56,7 @@ def test_sharded_em_over_two_processes_with_jax_distributed():
 def _problem(diagonal: bool, translation: bool, n_rows: int = 103, seed: int = 0):
     """A 3-component mixture in 2-D (centred), MAP with a proper IG(2, 1) on tau2, 2 restarts."""
     import jax.numpy as jnp
-    from zoo.inference import em
+    from zoo.inference.mixture import em
     rng = np.random.default_rng(seed)
     centres = np.array([[-3.0, 0.0], [0.0, 3.0], [3.0, -1.0]])
     labels = rng.integers(0, 3, n_rows)
@@ -95,7 +95,7 @@ def _compare(one, sharded, what):
 def _child_local():
     import jax
     import jax.numpy as jnp
-    from zoo.inference import em
+    from zoo.inference.mixture import em
     from zoo.inference.sharding import data_mesh, run_em_sharded
     assert jax.device_count() == 4
     for diagonal, translation in ((False, False), (True, False), (False, True)):
@@ -111,7 +111,7 @@ def _child_distributed(port: str, process_id: str):
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=2,
                                process_id=int(process_id), local_device_ids=[0, 1])
     import jax.numpy as jnp
-    from zoo.inference import em
+    from zoo.inference.mixture import em
     from zoo.inference.sharding import run_em_sharded
     print("devices", jax.device_count(), "local", jax.local_device_count())
     X, inits, hyper, allowed, config = _problem(False, False)

@@ -55,7 +55,7 @@ def _compare_fits(one, sharded, what):
         data_one, data_sharded = one.idata[group], sharded.idata[group]
         assert set(data_one.data_vars) == set(data_sharded.data_vars), (what, group)
         for name in data_one.data_vars:
-            if name.endswith("_relabelled"):   # a post-hoc alignment (zoo.relabel): states with tied means may
+            if name.endswith("_relabelled"):   # a post-hoc alignment (zoo.core.relabel): states with tied means may
                 continue                       # be ordered either way by rounding; the raw values are compared
             if np.issubdtype(data_one[name].dtype, np.floating):
                 _same(data_one[name].values, data_sharded[name].values, f"{what} {group}.{name}")

@@ -39,9 +39,9 @@ def test_sharded_lda_and_hdp_reach_the_one_device_fixed_point_on_four_devices():
 def _child():
     import jax
     import jax.numpy as jnp
-    from zoo.inference import mcvq_steps as steps
+    from zoo.inference.mcvq import steps
     from zoo.inference.sharding import data_mesh, run_variational_em_sharded
-    from zoo.inference.variational_em import MCVQConfig, initialize, run_variational_em, temperature_schedule
+    from zoo.inference.mcvq.variational_em import MCVQConfig, initialize, run_variational_em, temperature_schedule
     assert jax.device_count() == 4
     rng = np.random.default_rng(0)
     C, D, K, J = 37, 6, 2, 3
@@ -69,7 +69,7 @@ def _child():
 def _child_topics():
     import jax
     from zoo.inference.sharding import data_mesh, fit_mean_field_sharded
-    from zoo.inference.topic_vi import fit_mean_field
+    from zoo.inference.topics.topic_vi import fit_mean_field
     rng = np.random.default_rng(3)
     n_docs, K = 23, 3
     topics = [rng.dirichlet(np.full(v, 0.3), size=K) for v in (8, 5)]
@@ -89,7 +89,7 @@ def _child_topics():
     print("ok lda")
     import numpyro.distributions as dist
     from zoo.inference.sharding import fit_stick_breaking_sharded
-    from zoo.inference.stick_breaking_vi import fit_stick_breaking
+    from zoo.inference.topics.stick_breaking_vi import fit_stick_breaking
     etas = [np.full(8, 0.1), np.full(5, 0.1)]
     hdp = dict(init_stick_logits=np.zeros(K - 1), max_iter=20, tol=1e-12, local_steps=2, beta_steps=5, chunk=10)
     one, trace = fit_stick_breaking(keys, dense, K, etas, 2.0, dist.Beta(1.0, 3.0), **hdp)

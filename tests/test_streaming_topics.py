@@ -1,4 +1,4 @@
-"""Stochastic VI for MoM-LDA / MoM-HDP (zoo.inference.streaming_topics) and the on-disk corpus (zoo.data.streaming).
+"""Stochastic VI for MoM-LDA / MoM-HDP (zoo.inference.topics.streaming) and the on-disk corpus (zoo.data.streaming).
 
 One SVI step with the whole corpus as one (padded) minibatch and rho = 1 is exactly one coordinate-ascent
 iteration; the local coordinate ascent never lowers the minibatch ELBO; the minibatch ELBO terms plus the factor
@@ -17,9 +17,9 @@ from scipy.optimize import linear_sum_assignment
 from zoo.data import MultimodalCounts
 from zoo.data import streaming as sd
 from zoo.data.corel5k import simulate_multimodal
-from zoo.inference import stick_breaking_vi as sbvi
-from zoo.inference import streaming_topics as st
-from zoo.inference import topic_vi as tv
+from zoo.inference.topics import stick_breaking_vi as sbvi
+from zoo.inference.topics import streaming as st
+from zoo.inference.topics import topic_vi as tv
 
 K = 3
 STATIC = dict(local_steps=3, beta_steps=25, beta_learning_rate=0.05)
@@ -201,7 +201,7 @@ def test_in_memory_hdp_fit_is_complete(synthetic):
 
 def test_split_tokens_and_the_benchmark_report(tmp_path):
     from zoo.bench import benchmarks
-    from zoo.experiments import streaming_topics as exp
+    from zoo.experiments.bench import streaming_topics as exp
     from zoo.papers.yakhnenko_svi import split_tokens
     counts = np.array([[2, 0, 1], [1, 0, 0], [0, 3, 3]])
     observed, held = split_tokens(counts, seed=0)

@@ -1,5 +1,5 @@
 """Issue 17.8: a fit whose outputs are NaN or infinite despite validated input is an error naming the likely cause,
-raised in one place (``zoo.finite.check_finite``, called by the registry after every runner and by ``zoo.fit`` for
+raised in one place (``zoo.core.finite.check_finite``, called by the registry after every runner and by ``zoo.fit`` for
 user programs). The real overflow (data at 1e160 in a variational EM) is in tests/test_persist.py, where it reuses
 that module's compiled MCVQ."""
 import dataclasses
@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import zoo
-from zoo.finite import NonFiniteResultError, likely_cause, non_finite_sites
-from zoo.registry import get_model
-from zoo.results import Fit, to_inference_data
+from zoo.core.finite import NonFiniteResultError, likely_cause, non_finite_sites
+from zoo.core.registry import get_model
+from zoo.core.fit import Fit
+from zoo.core.idata import to_inference_data
 
 MODEL = "carbonetto03.shrinkage_mixture"
 

@@ -3,7 +3,7 @@
 - generic SVI: draws of the fitted guide in ``posterior``, marked variational; az.loo reads chains x draws;
   the summary and diagnose say that r-hat compares restarts;
 - MAP: az.loo refuses (no log_likelihood group: the point log likelihood is set aside);
-- zoo.relabel: label switching between chains is undone, and diagnostics on the relabelled draws pass.
+- zoo.core.relabel: label switching between chains is undone, and diagnostics on the relabelled draws pass.
 (The papers' variational methods: tests/test_yakhnenko_model.py and tests/test_ross03_mcvq.py.)"""
 import numpy as np
 import numpyro
@@ -11,9 +11,9 @@ import numpyro.distributions as dist
 import pytest
 
 import zoo
-from zoo.convergence import diagnose
-from zoo.relabel import permute_labels, relabel_draws
-from zoo.results import to_inference_data
+from zoo.core.convergence import diagnose
+from zoo.core.relabel import permute_labels, relabel_draws
+from zoo.core.idata import to_inference_data
 
 
 def _program(y=None):
@@ -74,7 +74,7 @@ def test_states_within_each_group_are_aligned_group_by_group():
     """MCVQ-like draws: 2 groups (VQs) of 3 states, each draw's states permuted at random within each group; the
     nested relabelling recovers one labelling per group, and a label site (which state each case took in each
     group) follows each group's permutation."""
-    from zoo.relabel import relabel_within_groups
+    from zoo.core.relabel import relabel_within_groups
     rng = np.random.default_rng(2)
     centers = np.array([[-5.0, 0.0, 5.0], [10.0, 20.0, 30.0]])            # (group, state)
     n_chain, n_draw, n_dim = 2, 50, 4

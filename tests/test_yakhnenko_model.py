@@ -146,7 +146,7 @@ def test_posterior_holds_draws_of_the_fitted_q(lda_fit, hdp_fit):
 
 
 def test_topics_relabelled_beside_the_raw_draws(lda_fit):
-    """Topics switch labels between restarts: <site>_relabelled aligns them (zoo.relabel), so the restarts of a
+    """Topics switch labels between restarts: <site>_relabelled aligns them (zoo.core.relabel), so the restarts of a
     well-identified synthetic problem agree after relabelling while the raw labels need not."""
     post = lda_fit.idata.posterior
     for site in ("phi_w", "phi_b", "topic_weight"):

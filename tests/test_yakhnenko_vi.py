@@ -14,8 +14,8 @@ import optax
 import pytest
 from scipy.optimize import minimize
 
-from zoo.inference import stick_breaking_vi as sbvi
-from zoo.inference import topic_vi as tv
+from zoo.inference.topics import stick_breaking_vi as sbvi
+from zoo.inference.topics import topic_vi as tv
 
 K = 3
 _cavi = jax.jit(tv.cavi_iteration, static_argnums=4)   # one compilation shared by the tiny-problem tests

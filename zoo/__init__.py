@@ -10,8 +10,6 @@ first use (PEP 562), so ``import zoo`` and ``import zoo.inference.<module>`` sta
 load when something needs them.
 """
 import importlib
-import sys
-import types
 
 from zoo import _config
 
@@ -21,46 +19,27 @@ _config.configure()
 # same name
 from zoo.catalog import ModelCard, catalog, methods  # noqa: E402
 
-#: submodules whose main function has the module's name: ``zoo.reference`` / ``zoo.check_sampler`` are the modules,
-#: made callable (calling one calls that function), and loaded on first use (they load NumPy)
-_CALLABLE_SUBMODULES = ("reference", "check_sampler")
-
-
-class _CallableModule(types.ModuleType):
-    """A submodule that is also its main function: ``zoo.reference(...)`` is ``zoo.reference.reference(...)``,
-    while ``zoo.reference.Reference`` and ``import zoo.reference`` keep the module's attributes."""
-
-    def __call__(self, *args, **kwargs):
-        return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
-
-
-class _ZooPackage(types.ModuleType):
-    """The ``zoo`` package: binding one of ``_CALLABLE_SUBMODULES`` (as the import system does when the submodule
-    is first imported, by whatever route) makes that module callable."""
-
-    def __setattr__(self, name, value):
-        if name in _CALLABLE_SUBMODULES and type(value) is types.ModuleType:
-            value.__class__ = _CallableModule
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _ZooPackage
-for _name in _CALLABLE_SUBMODULES:      # imported before this point (e.g. through a submodule's own import)
-    if f"zoo.{_name}" in sys.modules:
-        setattr(sys.modules[__name__], _name, sys.modules[f"zoo.{_name}"])
-
-__version__ = "0.1.0"
+__version__ = _config.VERSION
 
 #: public name -> module that defines it
 _PUBLIC = {
-    "model": "zoo.api", "fit": "zoo.api",
+    "model": "zoo.api", "fit": "zoo.api", "load_fit": "zoo.api",
     "load_dataset": "zoo.data.location",
-    "ModelSpec": "zoo.registry", "register_method": "zoo.registry", "register_model": "zoo.registry",
-    "Fit": "zoo.results", "to_inference_data": "zoo.results", "load_fit": "zoo.persist",
-    "compare": "zoo.comparison", "kernel": "zoo.kernels",
-    "Reference": "zoo.reference", "references": "zoo.reference",
+    "ModelSpec": "zoo.core.spec", "register_method": "zoo.core.registry", "register_model": "zoo.core.registry",
+    "Fit": "zoo.core.fit", "to_inference_data": "zoo.core.idata",
+    "compare": "zoo.diagnostics.comparison", "kernel": "zoo.kernels",
+    "Reference": "zoo.diagnostics.reference", "references": "zoo.diagnostics.reference",
+    "reference": "zoo.diagnostics.reference", "check_sampler": "zoo.diagnostics.check_sampler",
+    "leaderboard": "zoo.leaderboards.board",
 }
-__all__ = sorted([*_PUBLIC, "catalog", "methods", "ModelCard", *_CALLABLE_SUBMODULES])
+__all__ = sorted([*_PUBLIC, "catalog", "methods", "ModelCard"])
+
+#: subpackages and modules reachable as attributes (``zoo.data``, ``zoo.diagnostics``, ...); the last five are the
+#: flat modules' old names before the regrouping (issue 28), kept for notebooks that used them
+_MODULES = {name: f"zoo.{name}" for name in ("core", "data", "diagnostics", "leaderboards", "metrics", "bench",
+                                             "experiments", "papers", "models", "inference", "reports")}
+_MODULES.update({"registry": "zoo.core.registry", "priors": "zoo.core.priors", "results": "zoo.core.fit",
+                 "baselines": "zoo.leaderboards.baselines", "sbc": "zoo.diagnostics.sbc"})
 
 
 def __getattr__(name: str):
@@ -68,11 +47,8 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value  # later lookups skip this function
         return value
-    if name in _CALLABLE_SUBMODULES:     # importing binds the attribute (made callable by _ZooPackage)
-        return importlib.import_module(f"zoo.{name}")
-    if name in ("data", "metrics", "diagnostics", "priors", "results", "registry", "bench", "experiments",
-                "papers", "models", "inference", "leaderboard", "baselines", "sbc"):
-        return importlib.import_module(f"zoo.{name}")
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
     raise AttributeError(f"module 'zoo' has no attribute {name!r}")
 
 

@@ -17,6 +17,10 @@ Both settings live in environment variables, so processes that zoo's process sta
 import os
 import sys
 
+#: The zoo's version (``zoo.__version__``; here so that modules below the package's face can read it without
+#: importing the package itself)
+VERSION = "0.1.0"
+
 #: A while loop whose body reads and writes fewer bytes than this is compiled into one function instead of an
 #: operation-by-operation loop of XLA's CPU runtime (XLA's ``xla_cpu_small_while_loop_byte_threshold``; its default
 #: only takes loops of a few kB, such as the RNG's). Measured without and with it, back to back, OMP_NUM_THREADS=1:

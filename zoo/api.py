@@ -1,20 +1,27 @@
-"""``zoo.model`` and ``zoo.fit``: the two calls most users need."""
+"""``zoo.model``, ``zoo.fit`` and ``zoo.load_fit``: the calls most users need.
+
+One path for a fit: ``fit`` dispatches to the method's runner (``zoo.core.registry.dispatch`` for the zoo's models,
+``zoo.core.generic`` for a user's own NumPyro program), then hands the ``Fit`` to ``zoo.core.finish.finish``
+(finite check -> inference kind -> relabelling -> provenance -> convergence verdict), the same step for both.
+"""
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from typing import Any, Callable, Mapping
 
-from zoo import convergence, registry
 from zoo.catalog import ensure_loaded
-from zoo.finite import check_finite
-from zoo.generic import GENERIC_KINDS, GENERIC_METHODS
-from zoo.options import check_common_options, check_known, seed_value
-from zoo.provenance import compile_clock, provenance_attrs
-from zoo.registry import ModelSpec
-from zoo.results import Fit
+from zoo.core import registry
+from zoo.core.finish import finish
+from zoo.core.fit import Fit
+from zoo.core.generic import GENERIC_KINDS, GENERIC_METHODS
+from zoo.core.options import check_common_options, check_known, seed_value
+from zoo.core.persist import read_fit_file
+from zoo.core.provenance import compile_clock
+from zoo.core.spec import ModelSpec
 
-__all__ = ["model", "fit"]
+__all__ = ["model", "fit", "load_fit"]
 
 
 def model(id: str, *, priors: Mapping | str | None = None, **options) -> ModelSpec:
@@ -35,16 +42,16 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
       the generic methods ``"nuts"`` (default), ``"svi"``, ``"map"``.
     ``options`` go to the method (e.g. ``num_chains``, ``num_warmup``, ``num_samples``, ``max_iter``); names the
     method does not have are a ValueError listing those it has.
-    ``seed``: an integer in [0, 2**32 - 1] (Python or NumPy) or a JAX PRNG key; see ``zoo.options.seed_value`` for
-    how a key becomes the run's seed. The same seed gives the same result.
+    ``seed``: an integer in [0, 2**32 - 1] (Python or NumPy) or a JAX PRNG key; see ``zoo.core.options.seed_value``
+    for how a key becomes the run's seed. The same seed gives the same result.
     """
     seed = seed_value(seed)
     start = time.perf_counter()
     if isinstance(spec, ModelSpec):
         with compile_clock() as compiling:
-            result = _warnings_at_caller(registry.run_method, spec, method, data, seed, options)
-        return _with_provenance(result, spec, options, seed, data, time.perf_counter() - start, compiling[0])
-    if callable(spec):
+            result, method_entry = _warnings_at_caller(registry.dispatch, spec, method, data, seed, options)
+        kind, exchangeable = method_entry.kind, registry.get_model(spec.id).exchangeable
+    elif callable(spec):
         name = method or "nuts"
         if name not in GENERIC_METHODS:
             raise ValueError(f"method: a user program takes one of {', '.join(GENERIC_METHODS)}, got {name!r}")
@@ -55,28 +62,24 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
         with compile_clock() as compiling:
             result = _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec,
                                          **check_common_options(options))
-        check_finite(result, user_spec, data, options)
-        registry.mark_inference(result, GENERIC_KINDS[name])
-        return _with_provenance(result, user_spec, options, seed, data, time.perf_counter() - start, compiling[0])
-    raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, got {type(spec).__name__}")
+        spec, kind, exchangeable = user_spec, GENERIC_KINDS[name], {}   # a user's program names no exchangeable sites
+    else:
+        raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, "
+                         f"got {type(spec).__name__}")
+    return finish(result, spec, data, options, kind=kind, exchangeable=exchangeable, seed=seed, start=start,
+                  compile_seconds=compiling[0])
 
 
-def _with_provenance(result: Fit, spec: ModelSpec, options: Mapping, seed: int, data, wall: float,
-                     compile_seconds: float = 0.0) -> Fit:
-    """The fit with its provenance (``zoo.provenance``) in the attributes of every InferenceData group; after an
-    MCMC run, one ConvergenceWarning at the user's call when headline sites fail the checks (``fit.diagnose()``)."""
-    attrs = provenance_attrs(model_id=spec.id, model_options=spec.options, method=result.method, options=options,
-                             priors=spec.priors, seed=seed, data=data, wall_seconds=wall,
-                             compile_seconds=compile_seconds)
-    attrs["zoo_inference"] = result.inference
-    for group in result.idata.groups():
-        getattr(result.idata, group).attrs.update(attrs)
-    if result.inference == "mcmc":
-        table = result.diagnose()
-        message = convergence.advice(table)
-        if message:
-            warnings.warn(convergence.ConvergenceWarning(message, convergence.failing_sites(table)), stacklevel=3)
-    return result
+def load_fit(path: str | os.PathLike) -> Fit:
+    """A Fit read from a file of ``fit.save`` (``zoo.core.persist``): the model rebuilt with
+    ``zoo.model(id, priors=..., **arguments)``; it predicts, summarizes and diagnoses as the original did. Files
+    written by earlier versions of zoo load too (``zoo.core.persist.MOVED_MODULES``)."""
+    parts = read_fit_file(path)
+    record, spec = parts.record, None
+    if record["model"] is not None:
+        spec = model(record["model"], priors=record["priors"] or None, **record["arguments"])
+    return Fit(idata=parts.idata, spec=spec, method=record["method"], state=parts.state,
+               headline=record["headline"] or None, predictor=parts.predictor, data=parts.data)
 
 
 def _warnings_at_caller(run: Callable, *args, **kwargs):

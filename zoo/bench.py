@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from zoo.discovery import import_submodules
+from zoo.core.discovery import import_submodules
 
 __all__ = ["register_benchmark", "benchmarks", "timeit_best"]
 
@@ -28,7 +28,7 @@ def register_benchmark(name: str, peer: str):
 
 
 def benchmarks() -> dict[str, tuple[Callable, str]]:
-    import_submodules("zoo.experiments")  # their @register_benchmark decorators fill the table
+    import_submodules("zoo.experiments.bench")  # their @register_benchmark decorators fill the table
     return dict(sorted(_BENCHMARKS.items()))
 
 

@@ -1,7 +1,7 @@
 """The catalog: every registered model with at least one working method.
 
 Paper modules live in ``zoo/papers/``; each registers its models, methods and data loaders at import time.
-``ensure_loaded`` imports them all once (``zoo.discovery``, so adding a paper touches no shared file).
+``ensure_loaded`` imports them all once (``zoo.core.discovery``, so adding a paper touches no shared file).
 This module itself imports only the standard library (``import zoo`` binds ``zoo.catalog`` to the function below
 without loading JAX); the registry loads on the first call.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from zoo.discovery import import_submodules
+from zoo.core.discovery import import_submodules
 
 __all__ = ["ModelCard", "catalog", "methods", "ensure_loaded"]
 
@@ -33,7 +33,7 @@ def ensure_loaded() -> None:
 
 def catalog() -> list[ModelCard]:
     """ModelCards of every model that has a working (registered) method, sorted by id."""
-    from zoo import registry
+    from zoo.core import registry
     ensure_loaded()
     entries = registry.models_registered()
     cards = []
@@ -50,6 +50,6 @@ def catalog() -> list[ModelCard]:
 
 def methods(model_id: str) -> list[str]:
     """Names of the inference methods registered for ``model_id``."""
-    from zoo import registry
+    from zoo.core import registry
     ensure_loaded()
     return registry.get_methods(model_id)

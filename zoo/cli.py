@@ -302,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="append", default=[], help="a method name, repeatable (default: all)")
     p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, .json, .jsonl (rows, resumed) "
                                                          "and .png")
-    p.set_defaults(run=lambda args: __import__("zoo.leaderboard", fromlist=["cli"]).cli(args))
+    p.set_defaults(run=lambda args: __import__("zoo.leaderboards.board", fromlist=["cli"]).cli(args))
 
     p = sub.add_parser("reference", parents=[debug], formatter_class=_Formatter,
                        help="reference posteriors: list them, or build one (long)",
@@ -323,21 +323,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep one sweep in N (Gibbs samplers; --draws counts sweeps)")
     p.add_argument("--method", default=None, help="cross-check: the problem's sampler to run against the stored "
                                                  "reference, e.g. 'blocked_gibbs (beta_move=laplace)'")
-    p.set_defaults(run=lambda args: __import__("zoo.reference", fromlist=["cli"]).cli(args))
+    p.set_defaults(run=lambda args: __import__("zoo.diagnostics.reference", fromlist=["cli"]).cli(args))
 
     p = sub.add_parser("check-sampler", parents=[debug], formatter_class=_Formatter,
                        help="score samplers against a reference posterior (table + plot)",
                        description="Run samplers on a reference problem and print, per sampler and budget, the "
                                    "error in reference MCSE units, bias^2/variance and wall time after compilation.")
     p.add_argument("model", help="model id of the reference, e.g. gustafson07.fs; or `suite`: the standard table "
-                                 "(zoo.check_sampler.SUITE: 3 references, 3-4 samplers each)")
+                                 "(zoo.diagnostics.check_sampler.SUITE: 3 references, 3-4 samplers each)")
     p.add_argument("--dataset", default=None, help="the reference's data set (see `zoo reference list`)")
     p.add_argument("--sampler", action="append", default=[], help="a sampler name, repeatable (default: all)")
     p.add_argument("--draws", type=int, nargs="+", default=[500, 2000], help="budgets: draws per chain")
     p.add_argument("--chains", type=int, default=4, help="chains per run")
     p.add_argument("--warmup", type=int, default=500, help="warm-up per chain")
     p.add_argument("--out", default="check_sampler", help="folder for check_sampler.json and the plot")
-    p.set_defaults(run=lambda args: __import__("zoo.check_sampler", fromlist=["cli"]).cli(args))
+    p.set_defaults(run=lambda args: __import__("zoo.diagnostics.check_sampler", fromlist=["cli"]).cli(args))
     return parser
 
 

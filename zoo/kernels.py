@@ -25,7 +25,7 @@ from numpyro.infer import NUTS
 from numpyro.infer.mcmc import MCMCKernel
 
 from zoo.inference.driver import KernelMCMC
-from zoo.registry import ModelSpec
+from zoo.core.registry import ModelSpec
 
 __all__ = ["kernel", "ZooKernel", "KERNEL_BUILDERS"]
 
@@ -62,7 +62,7 @@ def _kueck04(z_sampler: str, allowed: tuple) -> Callable:
     def build(spec: ModelSpec, data, method: str, options: Mapping[str, Any]) -> MCMCKernel:
         """ZooKernel of ``build_mil_kernel`` on Bags ``data``: draws gamma (M,), beta (M,), delta2, n_active
         [, z (N,) with store_z]; extra fields ``MILGibbs.stat_fields``."""
-        from zoo.inference.mil_gibbs import build_mil_kernel, mil_position
+        from zoo.inference.mil.gibbs import build_mil_kernel, mil_position
         from zoo.papers import kueck04
         opts = _options(options, allowed, method)
         prep = kueck04.prepare(spec, data)
@@ -88,7 +88,7 @@ def _gustafson07(spec: ModelSpec, data, method: str, options: Mapping[str, Any])
     """ZooKernel of ``build_gibbs_kernel`` on AnnotatedRegions ``data`` (features standardized as ``zoo.fit``
     does): draws Y (n,), M (K+1, p), n_relevant (K+1,), label_proba (n, K+1), unit_loglik (n,), acceptances,
     and for CVFS alpha (p,), delta (p,), Omega (p, p)."""
-    from zoo.inference.label_feature_gibbs import Collect, build_gibbs_kernel, collect_names
+    from zoo.inference.label_feature.gibbs import Collect, build_gibbs_kernel, collect_names
     from zoo.papers import gustafson07
     opts = _options(options, _GUSTAFSON_OPTIONS, method)
     update = opts.pop("delta_omega_update", "exact")
@@ -105,7 +105,7 @@ def _gustafson07(spec: ModelSpec, data, method: str, options: Mapping[str, Any])
 
 def _generic_nuts(spec: ModelSpec, data, method: str, options: Mapping[str, Any]) -> MCMCKernel:
     """NumPyro's NUTS on the model's program with its keyword arguments for ``data`` bound."""
-    from zoo.registry import get_model
+    from zoo.core.registry import get_model
     opts = _options(options, ("target_accept_prob",), method)
     kwargs = get_model(spec.id).program_args(spec, data)
     return NUTS(functools.partial(spec.program, **kwargs), **opts)
@@ -124,7 +124,7 @@ def _builder(spec: ModelSpec, name: str) -> Callable:
     """The kernel builder of method ``name`` of ``spec``; ValueError for an unknown method or one that is not MCMC
     (EM, variational: every MCMC method of the registry has a builder in KERNEL_BUILDERS or is generic NUTS)."""
     from zoo.catalog import ensure_loaded
-    from zoo.registry import get_model
+    from zoo.core.registry import get_model
     ensure_loaded()
     entry = get_model(spec.id)
     if name not in entry.methods:
@@ -158,7 +158,7 @@ def kernel(spec: ModelSpec, data, method: str | None = None, **options) -> MCMCK
         raise ValueError(f"spec: expected a ModelSpec from zoo.model(...), got {type(spec).__name__}; for a "
                          f"program of your own use numpyro.infer.NUTS(program) directly")
     from zoo.catalog import ensure_loaded
-    from zoo.registry import get_model
+    from zoo.core.registry import get_model
     ensure_loaded()
     name = method or get_model(spec.id).default_method
     return _builder(spec, name)(spec, data, name, options)

@@ -11,8 +11,8 @@ import time
 import traceback
 import warnings
 
-from zoo.convergence import ConvergenceWarning
-from zoo.discovery import import_submodules
+from zoo.core.convergence import ConvergenceWarning
+from zoo.core.discovery import import_submodules
 from zoo.reports import (PaperReport, Section, Table, format_seconds, write_index_html, write_index_markdown,
                          write_paper_markdown)
 

@@ -79,14 +79,14 @@ def _option_defaults(build) -> dict[str, str]:
 
 
 def _experiment_names() -> list[str]:
-    from zoo.discovery import submodule_names
+    from zoo.core.discovery import submodule_names
     return submodule_names("zoo.experiments")
 
 
 def build() -> dict:
     """The snapshot made live: imports every paper, data and experiment module (slow: JAX, NumPyro, ArviZ)."""
     catalog_module = importlib.import_module("zoo.catalog")  # the module: ``zoo.catalog`` the attribute is the function
-    from zoo import registry
+    from zoo.core import registry
     from zoo.bench import benchmarks
     from zoo.data.location import datasets
 

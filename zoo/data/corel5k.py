@@ -16,7 +16,7 @@ import numpy as np
 
 from zoo.data.containers import MultimodalCounts
 from zoo.data.files import read_npz
-from zoo.options import positive_int
+from zoo.core.options import positive_int
 from zoo.data.location import dataset_path, register_loader
 
 __all__ = ["load_corel5k", "simulate_multimodal", "load_synthetic"]

@@ -13,7 +13,7 @@ import os
 import pathlib
 from typing import Callable
 
-from zoo.discovery import import_submodules
+from zoo.core.discovery import import_submodules
 
 __all__ = ["DatasetInfo", "data_root", "dataset_path", "register_loader", "load_dataset", "list_datasets",
            "datasets", "dataset_status"]

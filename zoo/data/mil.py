@@ -11,7 +11,7 @@ import numpy as np
 from zoo.data.containers import Bags
 from zoo.data.files import read_npz
 from zoo.data.location import dataset_path, register_loader
-from zoo.options import positive_int, probability
+from zoo.core.options import positive_int, probability
 
 __all__ = ["load_mil_benchmark", "ring_data", "two_gaussians_data", "embedded_cluster_data", "parallel_lines_data",
            "group_labels_from_instances", "undersample_negative_groups", "subset_bags", "stratified_bag_folds"]

@@ -1,6 +1,6 @@
 """Reproduce Carbonetto et al. (2003): Sec. 2 (feature weighting in a mixture), Sec. 5.2 (translation model on
 synthetic data), Sec. 5.3 on real annotated regions when available. ``zoo bench gmm`` is in
-``zoo.experiments.carbonetto03_bench``.
+``zoo.experiments.bench.carbonetto03``.
 
 All settings are fixed here before anything is run on the reported data; seeds make every number reproducible.
 """
@@ -91,7 +91,7 @@ def run_sec2(n_datasets: int, n_restarts: int, seed: int = 0) -> Sec2Result:
 
 
 def _labels(params, Xc, variances):
-    from zoo.inference import em
+    from zoo.inference.mixture import em
     import jax.numpy as jnp
     p = em.Params(jnp.asarray(params.weights), jnp.asarray(params.means),
                   jnp.broadcast_to(jnp.asarray(variances), params.means.shape), jnp.asarray(params.tau2))

@@ -1,7 +1,7 @@
 """Reproduce Gustafson, Thompson & de Freitas (2007): the Sec. 6 synthetic study (FS inclusion probabilities, CVFS
 Table 3, predictive comparison of FULL/FS/CVFS on validation data), the Sec. 7 image study (classification rates,
 feature relevance, TSR-vs-ISR figures) on real annotated regions (MSRC-v2, full mode, when the data are present) or
-on regions drawn from the CVFS program. ``zoo bench cvfs`` lives in ``zoo.experiments.gustafson07_bench``.
+on regions drawn from the CVFS program. ``zoo bench cvfs`` lives in ``zoo.experiments.bench.gustafson07``.
 
 Shape: ``run_sec6`` and ``run_sec7`` fit and return dataclasses of numbers (:class:`Sec6Result`,
 :class:`Sec7Result`); ``sec6_tables`` / ``sec7_tables`` turn them into report tables; ``plot_*`` draw the figures;
@@ -20,7 +20,7 @@ import zoo
 from zoo.data import AnnotatedRegions
 from zoo.data.gustafson07 import regions_from_program, sec6_synthetic
 from zoo.data.splits import split_images, subset_images
-from zoo.diagnostics import plot_switch_rates, switch_rates
+from zoo.diagnostics.switch_rate import plot_switch_rates, switch_rates
 from zoo.metrics import region_label_correct
 
 __all__ = ["Sec6Result", "Sec7Result", "Sec7Data", "run_sec6", "run_sec7", "sec7_data", "sec6_tables",

@@ -10,7 +10,7 @@ instance score) in the same folds, beside the published table.
 
 Shape: ``run_*`` fit and return dataclasses of numbers (:class:`SurfaceResult`, :class:`EmbeddedResult`,
 :class:`RowsResult`); ``*_table(s)`` turn them into report tables; ``plot_surfaces`` draws the figures;
-``reproduce`` chains them into a PaperReport. ``zoo bench mil`` lives in ``zoo.experiments.kueck04_bench``.
+``reproduce`` chains them into a PaperReport. ``zoo bench mil`` lives in ``zoo.experiments.bench.kueck04``.
 """
 from __future__ import annotations
 
@@ -237,11 +237,11 @@ def cross_validate(name: str, fast: bool, n_folds: int = 10, select: bool = Fals
     """10-fold cross-validation over bags (stratified, seed 0) of kueck04.constraint (default options,
     max_active = 100, one chain of 1000 + 1000 sweeps per fold, 300 + 300 in --fast, seed = fold) and SI-SVM in
     the same folds. The folds are padded to shared shapes and run one compiled sampler
-    (``zoo.experiments.kueck04_cv``); ``wall_s_by_method`` splits the zoo's time into the first fold (with the
+    (``zoo.papers.kueck04_cv``); ``wall_s_by_method`` splits the zoo's time into the first fold (with the
     compilation) and the rest. ``select``: also the kernel type and width chosen per outer fold by an inner
     cross-validation on its training bags (``zoo.experiments.kueck04_select``, row ``SELECTED``). ``basis``: the
     model's option for every kueck04 fit (None: the thesis' basis function on every training instance)."""
-    from zoo.experiments.kueck04_cv import fold_fits, fold_scores
+    from zoo.papers.kueck04_cv import fold_fits, fold_scores
     data = load_mil_benchmark(name)
     folds = stratified_bag_folds(data.bag_labels, n_folds, seed=0)
     scores = {"kueck04.constraint": np.zeros(data.n_bags), "SI-SVM": np.zeros(data.n_bags)}

@@ -63,7 +63,7 @@ def nested_cross_validate(data: Bags, folds: np.ndarray, *, n_inner: int = 3, in
     """Outer folds ``folds`` (B,); inner: ``n_inner`` stratified folds (seed 1) of each outer training part,
     ``inner_sweeps`` warm-up + sampling sweeps per inner fit, ``outer_sweeps`` each for the refits; ``basis``:
     the model's option (None: a basis function on every training instance; M: M k-means++ centres)."""
-    from zoo.experiments.kueck04_cv import fit_padded, fold_scores
+    from zoo.papers.kueck04_cv import fit_padded, fold_scores
     outer_ids = np.unique(folds)
     jobs, where = [], []
     t0 = time.perf_counter()

@@ -48,8 +48,8 @@ class FullRun:
 def run_full(results, splits: int = 5, stages=FULL_STAGES, log=print) -> FullRun:
     """Every stage of ``stages`` on ``splits`` seeded splits, each row appended to ``results`` (JSON lines) as it
     finishes; rows already in ``results`` are reused (so a killed run resumes)."""
-    from zoo import leaderboard as lb
-    from zoo.leaderboard_methods import CHEAP_METHODS
+    from zoo.leaderboards import board as lb
+    from zoo.leaderboards.methods import CHEAP_METHODS
     rows, notes = [], []
     for segmentation, features, methods in stages:
         if segmentation == "corel5k":
@@ -78,9 +78,9 @@ def _available(segmentation: str) -> bool:
 
 def reproduce(out_dir: pathlib.Path, fast: bool = False):
     """The leaderboard table and figure (``leaderboard.png``); a note only when MSRC-v2 is missing."""
-    from zoo import leaderboard as lb
+    from zoo.leaderboards import board as lb
     from zoo.data import msrc
-    from zoo.leaderboard_report import before_after, goals
+    from zoo.leaderboards.report import before_after, goals
     from zoo.reports import Figure, PaperReport, Section, Table, print_section
 
     out_dir = pathlib.Path(out_dir)
@@ -109,7 +109,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
                        "the test image's keywords, 'free' over the vocabulary; P@5/R@5: the image's 5 best words "
                        "(mean of its regions' scores); log density: mean log p(true word | region) where the "
                        "method gives normalized probabilities. Test images are seen without captions. Protocol: "
-                       "zoo.leaderboard's docstring.")
+                       "zoo.leaderboards.board's docstring.")
     figure = Figure("Region accuracy per method", lb.plot_leaderboard(summary, out_dir / "leaderboard.png"),
                     "Within-caption (plain) and free (hatched) region accuracy, mean ± sd over splits; grey: "
                     "baselines, blue: region-word models, green: supervised upper bound.")

@@ -14,7 +14,7 @@ predicted word is their true label) of:
 "with captions" restricts each region's prediction to its image's keywords (the region-labelling task of
 Carbonetto et al. 2003 and Gustafson et al. 2007); "free" predicts from the whole vocabulary (annotation of new
 images, Yakhnenko & Honavar). "per image" averages the with-captions accuracy over the regions of an image first,
-then over images (Carbonetto et al. 2003, Sec. 5.3). ``zoo bench regions`` is in ``zoo.experiments.regions_bench``.
+then over images (Carbonetto et al. 2003, Sec. 5.3). ``zoo bench regions`` is in ``zoo.experiments.bench.regions``.
 """
 from __future__ import annotations
 

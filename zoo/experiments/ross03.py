@@ -1,5 +1,5 @@
 """Reproduce Ross (2003), MCVQ (thesis Ch. 3 and 4): ``zoo reproduce ross03 [--fast]``; the benchmark
-``zoo bench mcvq`` is in ``zoo.experiments.ross03_bench``.
+``zoo bench mcvq`` is in ``zoo.experiments.bench.ross03``.
 
 Synthetic (always): shapes, Fig. 3.1 and Table 3.1, and the class extensions on shapes labelled by the
 triangle's position (``run_*`` return dataclasses, ``*_tables`` and ``plot_*`` report them). Real data (full mode,
@@ -16,157 +16,17 @@ import time
 
 import numpy as np
 
-import zoo
 from zoo.data import Matrix
 from zoo.data.ross03 import MatrixDataset, shapes_split
-from zoo.data.splits import split_indices
 from zoo.metrics import rms
+from zoo.experiments._mcvq_parts import (baseline_rms, description_length_bits, fit_mcvq, floor_text, mcvq_parts,
+                                         plot_parts, plot_reconstructions, report_table, select_sigma_floor)
 
 __all__ = ["reproduce", "description_length_bits", "baseline_rms"]
 
 #: Table 3.1 of the thesis: (model, setting, test RMS).
 TABLE_3_1 = [("MCVQ", (3, 12), 0.21), ("PCA", 12, 0.22), ("MCVQ", (2, 18), 0.26), ("MCVQ", (4, 9), 0.26),
              ("MCVQ", (8, 4), 0.34), ("MCVQ", (6, 6), 0.35), ("NMF", 12, 0.35), ("VQ", 38, 0.49)]
-
-
-def description_length_bits(kind: str, V: int, D: int, n_test: int, K: int = 1, bits_per_real: int = 64) -> float:
-    """The thesis' description length (Sec. 3.1.2): model bits + bits encoding the test cases. PCA/NMF: V real
-    vectors + V reals per case; VQ: 2V vectors + log2 V per case; MCVQ: 2V + K vectors + K log2(V/K) per case.
-    With 64-bit reals the thesis' shapes models all come to ~5.9e5 bits, as the text says."""
-    if kind in ("PCA", "NMF"):
-        return V * D * bits_per_real + n_test * V * bits_per_real
-    if kind == "VQ":
-        return 2 * V * D * bits_per_real + n_test * np.log2(V)
-    if kind == "MCVQ":
-        return (2 * V + K) * D * bits_per_real + n_test * K * np.log2(V / K)
-    raise ValueError(f"kind: expected PCA, NMF, VQ or MCVQ, got {kind!r}")
-
-
-def baseline_rms(kind: str, V: int, X_train, X_test, seed: int = 0) -> float:
-    """Test RMS of PCA / NMF / VQ (k-means) with V components (scikit-learn). NMF runs on x + 1 (non-negative)
-    with the test codes fitted by NMF.transform."""
-    from sklearn.cluster import KMeans
-    from sklearn.decomposition import NMF, PCA
-    if kind == "PCA":
-        model = PCA(n_components=V, random_state=seed).fit(X_train)
-        return rms(model.inverse_transform(model.transform(X_test)), X_test)
-    if kind == "NMF":
-        shift = -min(X_train.min(), X_test.min())
-        model = NMF(n_components=V, init="nndsvda", max_iter=1000, random_state=seed).fit(X_train + shift)
-        return rms(model.inverse_transform(model.transform(X_test + shift)) - shift, X_test)
-    if kind == "VQ":
-        model = KMeans(n_clusters=V, n_init=4, random_state=seed).fit(X_train)
-        return rms(model.cluster_centers_[model.predict(X_test)], X_test)
-    raise ValueError(f"kind: {kind!r}")
-
-
-def fit_mcvq(X, n_vqs, n_states, *, chains, max_iter, seed=0, progress_bar=True, model="ross03.mcvq", **kw):
-    spec = zoo.model(model, n_vqs=n_vqs, n_states=n_states, **kw.pop("model_options", {}))
-    return zoo.fit(spec, X, method="variational_em", seed=seed, num_chains=chains, max_iter=max_iter,
-                   progress_bar=progress_bar, **kw)
-
-
-FLOOR_FACTORS = (0.01, 0.03, 0.1, 0.3)
-
-
-def select_sigma_floor(X_train, K, J, *, chains, max_iter, seed=0, factors=FLOOR_FACTORS) -> tuple[float, dict]:
-    """Choose sigma_floor (a multiple of the pooled sd) by reconstruction RMS on a validation fifth of the
-    TRAINING cases (never on test data); returns the floor for the full training set and the validation RMS."""
-    tr, va = split_indices(X_train.shape[0], int(0.8 * X_train.shape[0]), seed=seed + 1)
-    sd = float(np.std(X_train))
-    scores = {}
-    for f in factors:
-        fit = fit_mcvq(Matrix(X_train[tr]), K, J, chains=chains, max_iter=max_iter, sigma_floor=f * sd,
-                       progress_bar=False)
-        scores[f] = rms(fit.predict(Matrix(X_train[va])).reconstruction, X_train[va])
-    best = min(scores, key=scores.get)
-    return best * sd, scores
-
-
-TITLES = {
-    "table_3_1_shapes_rms": "Table 3.1: test RMS on the shapes data",
-    "table_4_1_shapes_class_priors": "Table 4.1 analogue on shapes: class priors of the triangle's VQ",
-    "table_4_2_shapes_clusters": "Table 4.2 analogue on shapes: images per class and cluster",
-    "table_faces_cbcl_rms": "Sec. 3.1.3: test RMS on CBCL faces",
-    "fig_3_5_movielens_mae": "Fig. 3.5 analogue: MovieLens mean absolute error",
-    "fig_3_6_newsgroups_vq_words": "Fig. 3.6 analogue: the words each VQ owns (20 Newsgroups)",
-    "table_4_3_olivetti_classifier": "Table 4.3 analogue: Olivetti classification accuracy",
-    "table_4_1_olivetti_class_priors": "Table 4.1 analogue on Olivetti: class priors of one VQ",
-    "table_4_2_olivetti_clusters": "Table 4.2 analogue on Olivetti: images per person and cluster",
-}
-
-
-def _table(key: str, header, rows, note: str = ""):
-    """The Table titled ``TITLES[key]``."""
-    from zoo.reports import Table
-    return Table(TITLES[key], list(header), [list(r) for r in rows], note=note)
-
-
-def add_table(items: list, key: str, header, rows, note: str = ""):
-    """Append the Table titled ``TITLES[key]`` to ``items`` and print it (Markdown); returns it (the real-data
-    experiments, which still fit and report in one function)."""
-    from zoo.reports import markdown_table
-    table = _table(key, header, rows, note)
-    items.append(table)
-    print(f"{table.title}\n{markdown_table(table.header, table.rows)}\n{note}\n", flush=True)
-    return table
-
-
-def floor_text(scores: dict) -> str:
-    """"0.01 x sd: 0.507, 0.03 x sd: ..." (the validation RMS of each sigma_floor factor)."""
-    return ", ".join(f"{factor:g} x sd: {value:.3f}" for factor, value in scores.items())
-
-
-def plot_parts(g, mu, image_shape, path, title):
-    """Fig. 3.1b style: row k = VQ k, column j = state j, showing g_dk * mu_dkj (the state masked by its VQ);
-    g (D, K), mu (D, K, J); returns the Figure."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from zoo.reports import Figure, save_figure
-    g, mu = np.asarray(g), np.asarray(mu)
-    D, K, J = mu.shape
-    fig, axes = plt.subplots(K, J, squeeze=False, figsize=(max(6.0, 1.3 * J + 1.5), max(4.0, 1.3 * K + 0.8)))
-    image = None
-    for k in range(K):
-        for j in range(J):
-            ax = axes[k, j]
-            image = ax.imshow((g[:, k] * np.asarray(mu)[:, k, j]).reshape(image_shape), cmap="gray", vmin=-1, vmax=1)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if k == 0:
-                ax.set_title(f"state {j + 1}", fontsize=9)
-            if j == 0:
-                ax.set_ylabel(f"VQ {k + 1}", fontsize=9)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0, 0.88, 1))
-    fig.colorbar(image, cax=fig.add_axes((0.9, 0.15, 0.015, 0.7)), label="g * mu (pixel value)")
-    save_figure(fig, path, tight_layout=False)
-    return Figure(title, path, "Row k: VQ k; column j: its state j, as the mean image masked by the VQ's "
-                               "responsibility for each pixel (g_dk * mu_dkj).")
-
-
-def plot_reconstructions(X, recon, image_shape, path, title, n=6):
-    """Top row: data images; bottom row: their reconstructions; returns the Figure."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from zoo.reports import Figure, save_figure
-    n = min(n, len(X))
-    fig, axes = plt.subplots(2, n, squeeze=False, figsize=(max(6.0, 1.4 * n + 1.5), 4.0))
-    image = None
-    for i in range(n):
-        for row, img in enumerate((X[i], recon[i])):
-            image = axes[row, i].imshow(np.asarray(img).reshape(image_shape), cmap="gray", vmin=-1, vmax=1)
-            axes[row, i].set_xticks([])
-            axes[row, i].set_yticks([])
-    axes[0, 0].set_ylabel("data")
-    axes[1, 0].set_ylabel("reconstruction")
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0, 0.88, 1))
-    fig.colorbar(image, cax=fig.add_axes((0.9, 0.15, 0.015, 0.7)), label="pixel value")
-    save_figure(fig, path, tight_layout=False)
-    return Figure(title, path, "Top: test images; bottom: the MCVQ reconstruction of each.")
 
 
 # --- shapes (Sec. 3.1.2) ---------------------------------------------------------------------------------------
@@ -201,11 +61,6 @@ class ShapesClassesResult:
     accuracy_bound: float
     accuracy_monte_carlo: float
     cluster_table: list
-
-
-def mcvq_parts(fit) -> tuple:
-    """(g (D, K), mu (D, K, J)) of an MCVQ fit, as arrays for ``plot_parts``."""
-    return np.asarray(fit.state.g()), np.asarray(fit.state.params().mu)
 
 
 def run_shapes(fast: bool) -> ShapesResult:
@@ -244,7 +99,7 @@ def run_shapes(fast: bool) -> ShapesResult:
 
 def shapes_tables(res: ShapesResult, fast: bool) -> list:
     """Table 3.1 beside the thesis, with the settings and the gaps in its note."""
-    return [_table("table_3_1_shapes_rms", ("model", "setting", "description length (bits)", "test RMS (zoo)",
+    return [report_table("table_3_1_shapes_rms", ("model", "setting", "description length (bits)", "test RMS (zoo)",
                                             "test RMS (thesis)"), res.rows,
                    note=f"100 training / 629 test images; MCVQ: {res.chains} restarts x {res.iters} iterations, the "
                         f"restart with the lowest training free energy; sigma_floor {res.sigma_floor:.3f} chosen by "
@@ -289,12 +144,12 @@ def run_shapes_classes(fast: bool, sigma_floor: float | None = None) -> ShapesCl
 def shapes_classes_tables(res: ShapesClassesResult) -> list:
     """Table 4.1 (class priors of the triangle's VQ, both classifiers' accuracy) and Table 4.2 (clusters)."""
     b = res.b
-    return [_table("table_4_1_shapes_class_priors", ["state"] + res.class_names,
+    return [report_table("table_4_1_shapes_class_priors", ["state"] + res.class_names,
                    [(j, f"{b[0, j]:.2f}", f"{b[1, j]:.2f}") for j in range(b.shape[1])],
                    note=f"Class-conditional priors b_nkj of the VQ owning the triangle band (VQ {res.tri_vq}). Test "
                         f"accuracy: variational bound {res.accuracy_bound:.3f}, Monte Carlo eq. 4.3 (1000 samples) "
                         f"{res.accuracy_monte_carlo:.3f}."),
-            _table("table_4_2_shapes_clusters", ("class", "cluster 1", "cluster 2"), res.cluster_table,
+            report_table("table_4_2_shapes_clusters", ("class", "cluster 1", "cluster 2"), res.cluster_table,
                    note="Training images per class and cluster (argmax z); no cluster is told the labels.")]
 
 

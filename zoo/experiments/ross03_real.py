@@ -17,8 +17,8 @@ import numpy as np
 import zoo
 from zoo.data import Matrix
 from zoo.data.splits import split_indices
-from zoo.experiments.ross03 import (add_table, baseline_rms, description_length_bits, fit_mcvq, floor_text,
-                                    mcvq_parts, plot_parts, plot_reconstructions, select_sigma_floor)
+from zoo.experiments._mcvq_parts import (add_table, baseline_rms, description_length_bits, fit_mcvq, floor_text,
+                                         mcvq_parts, plot_parts, plot_reconstructions, select_sigma_floor)
 from zoo.metrics import rms
 
 __all__ = ["REAL_EXPERIMENTS", "FacesCBCLRun", "MovieLensRun", "NewsgroupsRun", "OlivettiRun", "run_faces_cbcl",

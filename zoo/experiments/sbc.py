@@ -1,4 +1,4 @@
-"""``zoo reproduce sbc``: simulation-based calibration (zoo.sbc) of the zoo's models with their default methods.
+"""``zoo reproduce sbc``: simulation-based calibration (zoo.diagnostics.sbc) of the zoo's models with their default methods.
 
 Run here, on small problems simulated from each model's NumPyro program:
 - kueck04.{supervised, constraint, measurement, hybrid}, default ``blocked_gibbs``: the program
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.sbc import SBCResult, plot_ecdf_difference, run_sbc, sbc_table
+from zoo.diagnostics.sbc import SBCResult, plot_ecdf_difference, run_sbc, sbc_table
 
 __all__ = ["kueck04_sbc", "gustafson07_sbc", "explain", "SBCRun", "run_all", "reproduce", "PROTOCOL", "FULL", "FAST"]
 
@@ -54,8 +54,8 @@ def _kueck_setup(variant: str):
     """(kwargs of kernel_mil_program, MILConfig, problem_for(label, fraction), psi) on the 6-instance problem."""
     import jax.numpy as jnp
     import numpyro.distributions as dist
-    from zoo.inference.mil_gibbs import MILConfig, MILHyper, MILProblem
-    from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
+    from zoo.inference.mil.gibbs import MILConfig, MILHyper, MILProblem
+    from zoo.inference.mil.orthant_sampler import GroupLayout, measurement_log_weight
     from zoo.models.kernel_mil import LABEL_FREE, gram_matrix
     X = jnp.array([[0.0, 0.0], [1.0, 0.3], [2.0, -0.5], [-1.0, 1.0], [0.5, -1.5], [-1.5, -0.5]])
     psi = gram_matrix(X, X, "gaussian", 1.5)
@@ -100,7 +100,7 @@ def kueck04_sbc(variant: str, n_sims: int = 200, warmup: int = 200, n_draws: int
     import jax
     from numpyro.infer import Predictive
     from zoo.inference.driver import FAST_COMPILE_OPTIONS
-    from zoo.inference.mil_gibbs import init_mil_state, mil_gibbs_sweep
+    from zoo.inference.mil.gibbs import init_mil_state, mil_gibbs_sweep
     from zoo.models.kernel_mil import kernel_mil_program
     kwargs, config, problem_for, psi = _kueck_setup(variant)
 
@@ -178,7 +178,7 @@ def gustafson07_sbc(variant: str, n_sims: int = 100, warmup: int = 200, n_draws:
     from zoo.data import AnnotatedRegions
     from zoo.inference.driver import FAST_COMPILE_OPTIONS
     from zoo.inference.driver import next_key
-    from zoo.inference.label_feature_gibbs import gibbs_step, init_chain
+    from zoo.inference.label_feature.gibbs import gibbs_step, init_chain
     from zoo.models.feature_selection import feature_selection_model
     from zoo.papers.gustafson07 import region_arrays, region_problem
     allowed, kw = _layout()

@@ -1,4 +1,4 @@
-"""SBC (zoo.sbc) of the models whose default method is EM or variational (carbonetto03, ross03, yakhnenko) and of
+"""SBC (zoo.diagnostics.sbc) of the models whose default method is EM or variational (carbonetto03, ross03, yakhnenko) and of
 the generic NUTS on a program with continuous latents; used by ``zoo.experiments.sbc``.
 
 Every simulation draws the latents from the model's NumPyro program (``spec.program``) with fixed arguments,
@@ -25,7 +25,7 @@ import warnings
 
 import numpy as np
 
-from zoo.sbc import SBCResult, run_sbc
+from zoo.diagnostics.sbc import SBCResult, run_sbc
 
 __all__ = ["simulate_program", "fit_draws", "fit_sbc", "carbonetto03_sbc", "ross03_sbc", "yakhnenko_sbc",
            "nuts_mixture_sbc"]
@@ -138,7 +138,7 @@ def carbonetto03_sbc(variant: str, n_sims: int = 100, seed: int = 0) -> SBCResul
 
 def nuts_mixture_sbc(n_sims: int = 100, n_draws: int = 99, num_warmup: int = 300, seed: int = 0) -> SBCResult:
     """SBC of the generic NUTS on the shrinkage-mixture program with its arguments fixed: the kernel of
-    ``zoo.fit(..., "nuts")`` (numpyro NUTS, target_accept_prob 0.8; zoo.generic.run_nuts), here one MCMC object
+    ``zoo.fit(..., "nuts")`` (numpyro NUTS, target_accept_prob 0.8; zoo.core.generic.run_nuts), here one MCMC object
     with ``jit_model_args`` so that the simulations share one compilation; one chain of num_warmup + 2 (n_draws + 1)
     draws, thinned to n_draws."""
     import jax

@@ -1,5 +1,5 @@
 """Reproduction of Yakhnenko & Honavar (MoM-LDA / MoM-HDP); the ``topics`` benchmark is in
-``zoo.experiments.yakhnenko_bench``. ``run_*`` return dataclasses of numbers, ``*_table(s)`` and ``plot_*`` report
+``zoo.experiments.bench.yakhnenko``. ``run_*`` return dataclasses of numbers, ``*_table(s)`` and ``plot_*`` report
 them, ``reproduce`` chains them.
 
 ``reproduce(out_dir, fast)``:

@@ -13,13 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from zoo.data.containers import AnnotatedRegions, check_features
-from zoo.inference import em
+from zoo.inference.mixture import em
 from zoo.models import shrinkage_mixture as sm
-from zoo.options import boolean, nonnegative_float, one_of, positive_float, positive_int
-from zoo.options import data_devices as check_data_devices
-from zoo.priors import dirichlet_concentration, inverse_gamma_parameters
-from zoo.registry import register_method, register_model
-from zoo.results import Fit, to_inference_data
+from zoo.core.options import boolean, nonnegative_float, one_of, positive_float, positive_int
+from zoo.core.options import data_devices as check_data_devices
+from zoo.core.priors import dirichlet_concentration, inverse_gamma_parameters
+from zoo.core.registry import register_method, register_model
+from zoo.core.fit import Fit
+from zoo.core.idata import to_inference_data
 
 __all__ = ["MixturePrediction", "TranslationPrediction", "initial_params"]
 
@@ -309,7 +310,7 @@ def _predict_translation(fit, data):
 def _generic_predict_mixture(fit, data):
     """Predictions of the generic methods: component probabilities at the posterior mean of the parameters."""
     post = fit.idata.posterior
-    # components aligned across draws (zoo.relabel) when they were relabelled: a mean over switched labels mixes them
+    # components aligned across draws (zoo.core.relabel) when they were relabelled: a mean over switched labels mixes them
     post = post.assign({site: post[f"{site}_relabelled"] for site in ("mu", "lambda", "Sigma")
                         if f"{site}_relabelled" in post})
     diagonal = fit.spec.options["covariance"] == "diag"

@@ -22,17 +22,18 @@ import numpy as np
 import numpyro.distributions as dist
 
 from zoo.data.containers import AnnotatedRegions
-from zoo.inference.collapsed_niw import ConceptPrior, NIWPrior
+from zoo.inference.label_feature.collapsed_niw import ConceptPrior, NIWPrior
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
-from zoo.inference.label_feature_gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
-from zoo.inference.label_feature_state import BetaMixture, RegionProblem, label_log_prior
+from zoo.inference.label_feature.gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
+from zoo.inference.label_feature.state import BetaMixture, RegionProblem, label_log_prior
 from zoo.models.feature_selection import check_garbage_weight, default_priors, feature_selection_model
-from zoo.options import chain_method as check_chain_method
-from zoo.options import nonnegative_int, one_of, positive_int
-from zoo.progress import progress_callback
-from zoo.priors import beta_mixture_parameters
-from zoo.registry import register_method, register_model
-from zoo.results import Fit, to_inference_data
+from zoo.core.options import chain_method as check_chain_method
+from zoo.core.options import nonnegative_int, one_of, positive_int
+from zoo.core.progress import progress_callback
+from zoo.core.priors import beta_mixture_parameters
+from zoo.core.registry import register_method, register_model
+from zoo.core.fit import Fit
+from zoo.core.idata import to_inference_data
 
 __all__ = ["RegionLabelPrediction", "RegionArrays", "RegionHyper", "region_arrays", "region_hyper", "region_problem",
            "program_kwargs", "predict_labels", "garbage_weight_of", "GARBAGE"]
@@ -235,13 +236,13 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
 
     delta_omega_update (CVFS): "exact" (default) = the eq. 11 data augmentation with a Metropolis-Hastings
     correction; "paper" = the paper's plain conjugate draw from the completed data, which does not leave the
-    posterior invariant (see zoo.inference.label_feature_gibbs) but always moves.
+    posterior invariant (see zoo.inference.label_feature.gibbs) but always moves.
     flip_scan: "systematic" (default) = each sweep flips every element of each M_k once, in a fresh random order,
     each flip a Metropolis-Hastings test; "random" = the paper's flips of uniformly chosen elements.
     flips_per_sweep: flips of each M_k per sweep (default: p for "systematic", 1 for "random" as in the paper).
     The default departs from the paper's one flip per sweep: given the labels, a flip of an uncertain indicator is
     rarely accepted, and one random flip per sweep leaves those indicators frozen for thousands of sweeps
-    (zoo.experiments.gustafson07_bench.bench_cvfs measures both).
+    (zoo.experiments.bench.gustafson07.bench_cvfs measures both).
     joint_moves (FS, CVFS; default JOINT_MOVES = 2): joint moves per sweep of one indicator and the labels it
     affects (an exact Metropolis-Hastings move with a sequential collapsed label proposal, not in the paper: given
     the labels an uncertain indicator's flip is nearly deterministic); 0 = none.

@@ -28,7 +28,7 @@ import numpy as np
 
 from zoo.data.containers import AnnotatedRegions
 from zoo.models.feature_selection import check_garbage_weight
-from zoo.options import positive_int
+from zoo.core.options import positive_int
 
 __all__ = ["GRID", "GarbageChoice", "caption_word_distribution", "caption_log_predictive", "caption_precision_at",
            "inner_split", "choose_garbage_weight"]

@@ -13,7 +13,7 @@ standard deviation), ``intercept`` (False, as in the thesis), ``chi`` (measureme
 ``max_active`` (capacity of the active set, default 50: births beyond it are refused and counted),
 ``ridge`` (relative jitter on Psi'Psi, default 1e-8 x mean diagonal; duplicate instances stay well-posed),
 ``basis`` (None: a basis function on every training instance, as in the thesis; an int M: M centres chosen
-among the training instances by k-means++ seeding, ``zoo.inference.mil_basis``, so psi is N x M).
+among the training instances by k-means++ seeding, ``zoo.inference.mil.basis``, so psi is N x M).
 Priors: ``tau`` ~ Beta(a, b) (integrated out; must stay Beta), ``delta2`` ~ InverseGamma(mu/2, nu/2) (another
 family switches delta2 to a random-walk Metropolis step); defaults in ``zoo.models.kernel_mil.default_priors``,
 read into the sampler's settings by ``_prior_settings`` alone (``mil_hyper``, ``mil_config``), handed to the
@@ -35,18 +35,19 @@ from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
 from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, run_chunk, sample_chunked
-from zoo.inference.mil_gibbs import (KeyedMILState, MILConfig, MILGibbs, MILHyper, MILProblem, build_mil_kernel,
+from zoo.inference.mil.gibbs import (KeyedMILState, MILConfig, MILGibbs, MILHyper, MILProblem, build_mil_kernel,
                                      mil_draw, mixed_groups, problem_sizes)
-from zoo.inference.mil_rows import KernelRows
-from zoo.inference.orthant_sampler import GroupLayout
+from zoo.inference.mil.rows import KernelRows
+from zoo.inference.mil.orthant_sampler import GroupLayout
 from zoo.models.kernel_mil import KERNELS, default_priors, gram_matrix, kernel_mil_program
-from zoo.options import chain_method as check_chain_method, positive_float
+from zoo.core.options import chain_method as check_chain_method, positive_float
 from zoo.papers import kueck04_prepare as _prepare_module
 from zoo.papers.kueck04_prepare import MILPrepared, bag_labels, prepare
-from zoo.priors import beta_parameters, inverse_gamma_parameters
-from zoo.progress import progress_callback
-from zoo.registry import register_method, register_model
-from zoo.results import Fit, to_inference_data
+from zoo.core.priors import beta_parameters, inverse_gamma_parameters
+from zoo.core.progress import progress_callback
+from zoo.core.registry import register_method, register_model
+from zoo.core.fit import Fit
+from zoo.core.idata import to_inference_data
 
 __all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwargs", "predict", "mil_config",
            "mil_problem", "mil_hyper", "advance_chains", "VARIANTS", "CHUNK"]
@@ -316,12 +317,12 @@ def _register() -> None:
         ``rescale=False`` drops the marginal-augmentation move and leaves exactly the thesis' sweep;
         ``fast_compile`` (None: automatic, short runs) compiles without XLA's backend optimization.
         ``beta_move="laplace"`` adds, every sweep, an exact Metropolis-Hastings move of (beta, delta2) with Z
-        integrated out (``zoo.inference.collapsed_beta``): far better mixing where the data augmentation
+        integrated out (``zoo.inference.mil.collapsed_beta``): far better mixing where the data augmentation
         crawls (confidently classified points), at O(N max_active^2) extra cost per sweep, so for small
         ``max_active``; ``laplace_tries`` independence proposals per sweep besides its joint one.
         ``scale_tries`` / ``swap_tries`` (None: ``MILConfig``'s 4 / 10; 0: off, the sampler before them): the
-        Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil_scale``) and the swap move of gamma
-        (``zoo.inference.mil_swap``), exact moves that mix the scale of f and the kernel choice."""
+        Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil.scale``) and the swap move of gamma
+        (``zoo.inference.mil.swap``), exact moves that mix the scale of f and the kernel choice."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="exact",

@@ -14,9 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from zoo.data.containers import Bags
-from zoo.inference.mil_basis import kmeans_pp_indices
-from zoo.inference.mil_rows import blocked_gram, rows_on_demand
-from zoo.inference.orthant_sampler import GroupLayout, measurement_log_weight
+from zoo.inference.mil.basis import kmeans_pp_indices
+from zoo.inference.mil.rows import blocked_gram, rows_on_demand
+from zoo.inference.mil.orthant_sampler import GroupLayout, measurement_log_weight
 from zoo.models.kernel_mil import (LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE, LABEL_POSITIVE,
                                    gram_matrix)
 
@@ -35,7 +35,7 @@ class MILPrepared:
     mean: np.ndarray
     scale: np.ndarray
     width: float
-    psi: np.ndarray | None   # (N, M); None: rows on demand (``instances``, ``zoo.inference.mil_rows``)
+    psi: np.ndarray | None   # (N, M); None: rows on demand (``instances``, ``zoo.inference.mil.rows``)
     gram: np.ndarray         # (M, M) psi'psi + ridge I
     ridge: float
     layout: GroupLayout

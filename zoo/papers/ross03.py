@@ -25,15 +25,16 @@ import numpyro.distributions as dist
 
 from zoo.data.containers import Matrix
 from zoo.data.ross03 import MatrixDataset
-from zoo.inference import mcvq_steps as steps
-from zoo.inference.variational_em import MCVQConfig, MCVQState, initialize, run_variational_em, temperature_schedule
+from zoo.inference.mcvq import steps
+from zoo.inference.mcvq.variational_em import MCVQConfig, MCVQState, initialize, run_variational_em, temperature_schedule
 from zoo.models.mcvq import default_priors, mcvq_program
-from zoo.options import data_devices as check_data_devices
-from zoo.options import positive_float, positive_int
-from zoo.progress import progress_callback
-from zoo.priors import dirichlet_concentration
-from zoo.registry import register_method, register_model
-from zoo.results import Fit, add_variational_parameters, to_inference_data
+from zoo.core.options import data_devices as check_data_devices
+from zoo.core.options import positive_float, positive_int
+from zoo.core.progress import progress_callback
+from zoo.core.priors import dirichlet_concentration
+from zoo.core.registry import register_method, register_model
+from zoo.core.fit import Fit
+from zoo.core.idata import add_variational_parameters, to_inference_data
 
 __all__ = ["MCVQPrediction", "MCVQFitState", "predict", "as_matrix", "classify_monte_carlo"]
 
@@ -59,7 +60,7 @@ def _builder(kind: str):
 
 
 #: The VQs are exchangeable (their labels can differ between restarts): matched on a, b, mu, sigma; the states s
-#: (one column per VQ) follow, and r's values (which VQ a dimension selected) are mapped (zoo.registry). Then the
+#: (one column per VQ) follow, and r's values (which VQ a dimension selected) are mapped (zoo.core.registry). Then the
 #: states within each VQ, exchangeable too: matched on mu, sigma, b of that VQ, and s's values (the state each
 #: case took in that VQ) mapped.
 _VQS = {"a": 1, "b": 1, "mu": 1, "sigma": 1, "s": ("carry", 1), "r": "labels",
@@ -192,7 +193,7 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
             final, trace = run_variational_em_sharded(init, X, M, temps, conc, sigma_floor, config,
                                                       mesh=data_mesh(data_devices), progress=progress)
     last = trace[:, -1]
-    # a restart whose free energy is NaN (an overflow) is never the best; when all are, zoo.finite names the cause
+    # a restart whose free energy is NaN (an overflow) is never the best; when all are, zoo.core.finite names the cause
     best = int(np.nanargmin(last)) if np.isfinite(last).any() else 0
     state = MCVQFitState(states=jax.tree_util.tree_map(np.asarray, final), best_chain=best, kind=kind,
                          sigma_floor=sigma_floor, monte_carlo_samples=monte_carlo_samples, free_energy=trace)

@@ -19,15 +19,17 @@ import numpyro.distributions as dist
 from scipy.special import gammaln
 
 from zoo.data.containers import MultimodalCounts
-from zoo.inference import stick_breaking_vi as sbvi
-from zoo.inference import sharding, topic_vi
+from zoo.inference.topics import stick_breaking_vi as sbvi
+from zoo.inference import sharding
+from zoo.inference.topics import topic_vi
 from zoo.models import multimodal_topics as mt
-from zoo.options import data_devices as check_data_devices
-from zoo.options import nonnegative_float, one_of, positive_float, positive_int
-from zoo.priors import dirichlet_concentration
-from zoo.progress import progress_callback
-from zoo.registry import register_method, register_model
-from zoo.results import Fit, add_variational_parameters, to_inference_data
+from zoo.core.options import data_devices as check_data_devices
+from zoo.core.options import nonnegative_float, one_of, positive_float, positive_int
+from zoo.core.priors import dirichlet_concentration
+from zoo.core.progress import progress_callback
+from zoo.core.registry import register_method, register_model
+from zoo.core.fit import Fit
+from zoo.core.idata import add_variational_parameters, to_inference_data
 
 __all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy", "region_accuracy",
            "region_caption_accuracy",
@@ -228,7 +230,7 @@ def _keys(seed, num_chains):
 
 
 def _elbo_progress(enabled: bool, total: int, desc: str):
-    """The progress bar of the VI loops (``zoo.progress.progress_callback``: up to ``total`` iterations, the best
+    """The progress bar of the VI loops (``zoo.core.progress.progress_callback``: up to ``total`` iterations, the best
     restart's ELBO beside it) and the callback ``driver.optimize_chunked`` moves it with."""
     return progress_callback(total, desc, enabled,
                              postfix=lambda elbo: {"elbo": f"{float(np.max(np.asarray(elbo)[..., -1])):.6g}"})
@@ -241,7 +243,7 @@ def _bar_total(max_iter, chunk) -> int:
 
 
 def _loop_options(max_iter, tol, local_steps, chunk, num_draws):
-    """The VI loops' options, checked before any computation (zoo.options)."""
+    """The VI loops' options, checked before any computation (zoo.core.options)."""
     positive_int(num_draws, "num_draws")
     positive_int(max_iter, "max_iter")
     positive_int(local_steps, "local_steps")

@@ -1,6 +1,6 @@
 """Stochastic variational inference for ``yakhnenko.mom_lda`` and ``yakhnenko.mom_hdp`` (method ``stochastic_vi``).
 
-Hoffman et al. 2013 over minibatches of images (``zoo.inference.streaming_topics``), the images in memory
+Hoffman et al. 2013 over minibatches of images (``zoo.inference.topics.streaming``), the images in memory
 (``MultimodalCounts``) or in a corpus folder read shard by shard (``zoo.data.streaming``):
 
 >>> corpus = zoo.data.streaming.write_corpus("corel_corpus", zoo.load_dataset("corel5k"), shard_size=500)
@@ -23,15 +23,16 @@ import numpy as np
 
 from zoo.data.containers import MultimodalCounts
 from zoo.data.streaming import MemoryCorpus, ShardedCorpus, as_corpus
-from zoo.inference import stick_breaking_vi as sbvi
-from zoo.inference import streaming_topics as st
-from zoo.inference import topic_vi
-from zoo.options import nonnegative_float, positive_float, positive_int
+from zoo.inference.topics import stick_breaking_vi as sbvi
+from zoo.inference.topics import streaming as st
+from zoo.inference.topics import topic_vi
+from zoo.core.options import nonnegative_float, positive_float, positive_int
 from zoo.papers import yakhnenko as yh
-from zoo.priors import dirichlet_concentration
-from zoo.progress import progress_callback
-from zoo.registry import register_method
-from zoo.results import Fit, to_inference_data
+from zoo.core.priors import dirichlet_concentration
+from zoo.core.progress import progress_callback
+from zoo.core.registry import register_method
+from zoo.core.fit import Fit
+from zoo.core.idata import to_inference_data
 
 __all__ = ["fit_stochastic_vi", "check_svi_options", "SVIRun", "run_stochastic_vi", "split_tokens",
            "completion_perplexity"]

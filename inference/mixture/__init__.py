@@ -1,0 +1,1 @@
+"""Carbonetto et al. 2003's Gaussian mixture and translation models: MAP-EM (``em``)."""

@@ -1,0 +1,193 @@
+"""The inference registry: model ids -> ModelEntry, (model id, method) -> runner.
+
+Registering a model is one call (``register_model``); registering an inference method is one decorator
+(``@register_method("paper.variant", "name")``). Paper modules in ``zoo/papers/`` do both at import time;
+``zoo.catalog`` imports them all.
+
+The registry enforces the contract that CONTRIBUTING.md states: a method's options are the keyword parameters of its
+runner (or the ``options=`` it registers with), and ``dispatch`` refuses any other name with a ValueError listing
+the known ones before the runner starts; it also completes the ``Fit`` (spec, method name, data, headline sites),
+so runners need not repeat them. What every fit passes through after its runner is ``zoo.core.finish``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, Callable, Iterable, Mapping
+
+from zoo.core.options import check_common_options, check_known
+from zoo.core.priors import resolve_priors
+from zoo.core.spec import ModelSpec
+
+__all__ = ["ModelSpec", "ModelEntry", "Method", "register_model", "register_method", "get_model", "get_methods",
+           "model", "models_registered", "dispatch", "option_names"]
+
+#: Runner parameters that are not user options: the spec, the data, the seed, and what the registry hands the
+#: generic methods itself.
+_NOT_OPTIONS = frozenset({"spec", "data", "seed", "program", "program_kwargs", "predictor", "headline"})
+
+
+def option_names(fn: Callable) -> tuple[str, ...]:
+    """The user options of a runner (or of an options function): its keyword parameters other than spec, data,
+    seed and the registry's own arguments. ``**kwargs`` adds none: an option must be named to exist."""
+    names = []
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY) and param.name not in _NOT_OPTIONS:
+            names.append(param.name)
+    return tuple(names)
+
+
+def _takes_any_keyword(fn: Callable) -> bool:
+    return any(p.kind == p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """An inference method of a model: ``runner(spec, data, seed=..., **options) -> zoo.core.fit.Fit``; ``options``
+    are the option names it accepts."""
+
+    name: str
+    runner: Callable
+    description: str
+    generic: bool = False
+    options: tuple = ()
+    kind: str | None = None  # "mcmc" | "variational" | "point estimate"; None: from the draws (one per chain: point)
+
+
+@dataclasses.dataclass
+class ModelEntry:
+    """Everything the registry knows about one model id.
+
+    - ``build(**options) -> (program, options, default_priors)``: validates options (ValueError naming the
+      option) and returns the NumPyro program closed over them plus the default priors (site -> distribution).
+    - ``data_kind``: the data container it takes (e.g. "ndarray", "AnnotatedRegions", "Bags").
+    - ``program_args(spec, data) -> dict``: keyword arguments of the program for a data object (used by the generic
+      methods NUTS/SVI/MAP); ``None`` when the program does not admit generic inference.
+    """
+
+    id: str
+    paper: str
+    title: str
+    build: Callable[..., tuple]
+    data_kind: str
+    default_method: str
+    program_args: Callable | None = None
+    prior_sites: tuple = ()
+    generic_predictor: Callable | None = None
+    headline: tuple = ()
+    exchangeable: dict = dataclasses.field(default_factory=dict)
+    methods: dict = dataclasses.field(default_factory=dict)
+
+
+_MODELS: dict[str, ModelEntry] = {}
+
+
+def register_model(id: str, *, paper: str, title: str, build: Callable, data_kind: str, default_method: str,
+                   program_args: Callable | None = None, prior_sites: tuple = (), headline: tuple = (),
+                   generic_predictor: Callable | None = None, exchangeable: Mapping[str, Any] | None = None
+                   ) -> ModelEntry:
+    """Register a model id. With ``program_args`` the generic methods (nuts, svi, map) are registered too;
+    ``generic_predictor(fit, data)`` gives them predictions; ``headline`` names the sites ``Fit.summary`` shows;
+    ``exchangeable`` maps the sites whose components can switch labels to their component axis (after chain and
+    draw): draws of those sites are relabelled (``zoo.core.relabel``) and stored beside the raw ones (``add_relabelled``
+    also takes sites carried along and sites whose values are component labels)."""
+    if id in _MODELS:
+        raise ValueError(f"model id {id!r} is registered twice")
+    if "." not in id:
+        raise ValueError(f"model id {id!r} must read '<paper>.<variant>'")
+    entry = ModelEntry(id=id, paper=paper, title=title, build=build, data_kind=data_kind,
+                       default_method=default_method, program_args=program_args, prior_sites=tuple(prior_sites),
+                       generic_predictor=generic_predictor, headline=tuple(headline),
+                       exchangeable=dict(exchangeable or {}))
+    _MODELS[id] = entry
+    if program_args is not None:
+        _register_generic(entry)
+    return entry
+
+
+def _register_generic(entry: ModelEntry) -> None:
+    from zoo.core.generic import GENERIC_KINDS, GENERIC_METHODS
+
+    def make_runner(name, run):
+        def runner(spec, data, seed=0, **options):
+            kwargs = entry.program_args(spec, data)
+            return run(spec.program, kwargs, seed=seed, spec=spec, predictor=entry.generic_predictor,
+                       headline=list(entry.headline) or None, data=data, **options)
+        runner.__doc__ = run.__doc__
+        return runner
+
+    for name, run in GENERIC_METHODS.items():
+        entry.methods[name] = Method(name=name, runner=make_runner(name, run),
+                                     description=f"generic {name.upper()} on the NumPyro program", generic=True,
+                                     options=option_names(run), kind=GENERIC_KINDS[name])
+
+
+def register_method(model_ids: str | tuple | list, name: str, *, description: str = "", generic: bool = False,
+                    options: Callable | Iterable[str] | None = None, kind: str | None = None):
+    """Decorator registering ``runner(spec, data, seed=0, **options) -> Fit`` as method ``name`` of the models.
+
+    The method's options are the runner's keyword parameters; a runner that takes ``**options`` and validates them
+    itself passes ``options=`` (a function whose keyword parameters are the options, or the names)."""
+    ids = (model_ids,) if isinstance(model_ids, str) else tuple(model_ids)
+
+    def decorate(runner: Callable) -> Callable:
+        if options is None:
+            names = option_names(runner)
+        elif callable(options):
+            names = option_names(options)
+        else:
+            names = tuple(options)
+        for mid in ids:
+            entry = get_model(mid)
+            if name in entry.methods:
+                raise ValueError(f"method {name!r} is registered twice for {mid!r}")
+            doc = description or (runner.__doc__ or "").strip().split("\n")[0]
+            entry.methods[name] = Method(name=name, runner=runner, description=doc, generic=generic, options=names,
+                                         kind=kind)
+        return runner
+
+    return decorate
+
+
+def dispatch(spec: ModelSpec, name: str | None, data: Any, seed: int, options: Mapping[str, Any]):
+    """Run method ``name`` (None: the model's default) of ``spec`` on ``data``: options checked against the
+    method's, then the runner, then the ``Fit`` completed with the spec, the method, the data and the headline.
+    Returns (fit, the Method): ``zoo.core.finish.finish`` does the rest (finiteness, inference kind, relabelling,
+    provenance, verdict), the same for every model and user program."""
+    entry = get_model(spec.id)
+    name = name or entry.default_method
+    if name not in entry.methods:
+        raise ValueError(f"method: {name!r} is not registered for {spec.id!r}; available: {', '.join(entry.methods)}")
+    method = entry.methods[name]
+    check_known(options, method.options, f"method {name!r} of {spec.id!r}")
+    fit = method.runner(spec, data, seed=seed, **check_common_options(options))
+    fit = dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
+                              headline=fit.headline or list(entry.headline) or None)
+    return fit, method
+
+
+def models_registered() -> dict[str, ModelEntry]:
+    return _MODELS
+
+
+def get_model(id: str) -> ModelEntry:
+    if id not in _MODELS:
+        known = ", ".join(sorted(_MODELS)) or "(none)"
+        raise ValueError(f"model: unknown model id {id!r}; known ids: {known}")
+    return _MODELS[id]
+
+
+def get_methods(id: str) -> list[str]:
+    return list(get_model(id).methods)
+
+
+def model(id: str, *, priors: Mapping | str | None = None, **options) -> ModelSpec:
+    """Build a ModelSpec: the model's NumPyro program with ``options`` and ``priors`` (declarative) applied."""
+    entry = get_model(id)
+    if not _takes_any_keyword(entry.build):  # a build with **options checks the names itself
+        check_known(options, option_names(entry.build), f"model {id!r}")
+    program, opts, default_priors = entry.build(**options)
+    resolved = resolve_priors(default_priors, priors, model_id=id)
+    defaults = resolve_priors(default_priors, None, model_id=id)
+    return ModelSpec(id=id, program=program, options=opts, priors=resolved, arguments=dict(options),
+                     default_priors=defaults)
