@@ -128,7 +128,7 @@ def apply_death(aset: ActiveSet, slot: jnp.ndarray) -> ActiveSet:
 # 7000 x 38, the stacks above). Which calls can deadlock: any batched one (batch > 1: explicit batches, and every call under vmap,
 # including a caller's vmap over chains or restarts); an unbatched call runs inline, but it becomes batched as soon
 # as anyone vmaps the code around it, so the zoo treats every LAPACK-backed call in inference/, models/ and
-# zoo/papers/ as forbidden (tests/test_no_lapack.py greps for them) and factorizes with the loops below, which
+# zoo/papers/ as forbidden (tests/inference/test_no_lapack.py greps for them) and factorizes with the loops below, which
 # compile to ordinary HLO (no custom call, no pool). The loops stay rolled: unrolled up to n = 32, the Gustafson
 # sweep (gustafson07 bench problem, 1 chain, 100 + 400 sweeps) compiled in 20.1 s (FS) / 68.5 s (CVFS) and ran in
 # 0.66 / 2.27 s; rolled 10.1 / 25.6 s and 0.51 / 1.29 s (unrolling multiplies the code at every call site).

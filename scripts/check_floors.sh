@@ -26,8 +26,8 @@ if [[ -z "${KEEP:-}" ]]; then
     trap 'rm -rf "$WORK"' EXIT
 fi
 
-TESTS=(tests/test_core.py tests/test_carbonetto03.py tests/test_kueck04_api.py tests/test_gustafson07_api.py
-       tests/test_ross03_api.py tests/test_yakhnenko_vi.py)
+TESTS=(tests/core/test_core.py tests/papers/test_carbonetto03.py tests/papers/test_kueck04_api.py tests/papers/test_gustafson07_api.py
+       tests/papers/test_ross03_api.py tests/papers/test_yakhnenko_vi.py)
 
 version=$("$PYTHON" --version) || { echo "cannot run PYTHON=$PYTHON (give a path, e.g. ~/.pyenv/versions/3.11.7/bin/python)" >&2; exit 2; }
 echo "== $version ($RESOLUTION) in $WORK"

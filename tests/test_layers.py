@@ -44,7 +44,7 @@ def test_kernels_and_programs_load_without_the_user_layer():
 
 def test_import_zoo_loads_no_numerical_library():
     """``import zoo`` is the package's lazy front (PEP 562 names): no JAX, NumPy, NumPyro or ArviZ until a name
-    needs them (zoo.reference and zoo.check_sampler included; tests/test_core.py checks they still work)."""
+    needs them (zoo.reference and zoo.check_sampler included; tests/core/test_core.py checks they still work)."""
     heavy = ("jax", "numpy", "numpyro", "arviz", "scipy")
     code = f"import sys, zoo\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -5,7 +5,7 @@ The regression this guards: jaxlib's batched LAPACK kernels (Cholesky, LU) split
 thread pool and wait for the pieces on a pool thread; with two such calls in flight on a 2-thread pool (2 cores)
 every pool thread waited and nothing ran (``zoo._config``, issue 17). carbonetto03.translation with 4 restarts on
 1,000 regions x 38 features stalled there at 0 % CPU. The root fix: no LAPACK-backed call in inference/, models/ or
-zoo/papers/ (``inference/linalg.py``, ``tests/test_no_lapack.py``); these fits show that the zoo's fits return.
+zoo/papers/ (``inference/linalg.py``, ``tests/inference/test_no_lapack.py``); these fits show that the zoo's fits return.
 """
 import os
 import subprocess

@@ -20,7 +20,7 @@ Target: eq. 10, pi(Y, M, alpha, delta, Omega | X, S) with every concept's (mu_k,
    conjugate NIW proposal from the completed x*, and a Metropolis-Hastings correction: because x*_{M^c} depends on
    Omega through eq. 11, the plain conjugate draw of the paper does not leave eq. 10 invariant (on a small test
    problem it puts the correlation of Omega at 0.26 where the target has 0.79, see
-   tests/test_gustafson07_gibbs.py); the correction makes the move exact. Its acceptance rate is reported.
+   tests/papers/test_gustafson07_gibbs.py); the correction makes the move exact. Its acceptance rate is reported.
 
 Every move is a pure ``(problem, state, key) -> (state, info)`` function over NamedTuples; ``build_gibbs_kernel``
 gives the sweep in the shape of ``zoo.inference.driver`` (``gibbs_step``: (key, state) -> (state, SweepInfo)),

@@ -16,7 +16,7 @@ problem in larger shapes without changing its posterior:
 * dp_groups -> length n_dp: filled with the last padding group (empty, so every duplicate writes the same
   nothing); a padded problem therefore needs G_pad > G when it has fewer random-pattern groups than n_dp.
 
-The padded chain has the same law on the real coordinates as the unpadded one (tests/test_mil_padding.py: the
+The padded chain has the same law on the real coordinates as the unpadded one (tests/papers/test_mil_padding.py: the
 kernel-selection move by enumeration, the full sweep by the joint-distribution check), not the same random
 numbers: JAX draws arrays of another length from the same key differently.
 """

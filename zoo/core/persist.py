@@ -13,7 +13,7 @@ predicts, summarizes and diagnoses as the original did.
 The format is versioned (``FORMAT_VERSION``, in every zoo group's ``zoo_format`` variable). Class and function
 paths in a file are those of the zoo that wrote it; a module that moves keeps its old path readable through
 ``MOVED_MODULES`` (old module -> current module), so a user's file written before a move loads and predicts
-identically after it (``tests/test_fit_fixtures.py`` holds files written before the regrouping of issue 28).
+identically after it (``tests/core/test_fit_fixtures.py`` holds files written before the regrouping of issue 28).
 A file of a newer format than this zoo reads is refused with a ValueError naming both versions.
 """
 from __future__ import annotations

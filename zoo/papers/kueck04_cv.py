@@ -4,7 +4,7 @@ Every fold's training problem (``zoo.papers.kueck04.prepare`` / ``mil_problem``:
 and kernel matrix) is padded to the folds' shared shapes (``zoo.inference.mil.padding``: instance and basis masks;
 masked centres are never born), so the ten folds run one compiled sampler chunk (``driver.sample_chunked``'s cache
 keys on shapes and static settings; bag labels, data and priors are traced). The padded chain has the unpadded
-chain's law (tests/test_mil_padding.py), so this is the per-fold ``zoo.fit`` in law, not in random numbers.
+chain's law (tests/papers/test_mil_padding.py), so this is the per-fold ``zoo.fit`` in law, not in random numbers.
 
 ``fold_fits`` gives, per fold, the training preparation and the beta draws; ``fold_scores`` the test bags'
 posterior mean Pr(bag positive). Used by ``zoo.experiments.kueck04.cross_validate`` and ``zoo bench mil``.

@@ -4,7 +4,7 @@
   the summary and diagnose say that r-hat compares restarts;
 - MAP: az.loo refuses (no log_likelihood group: the point log likelihood is set aside);
 - zoo.core.relabel: label switching between chains is undone, and diagnostics on the relabelled draws pass.
-(The papers' variational methods: tests/test_yakhnenko_model.py and tests/test_ross03_mcvq.py.)"""
+(The papers' variational methods: tests/papers/test_yakhnenko_model.py and tests/papers/test_ross03_mcvq.py.)"""
 import numpy as np
 import numpyro
 import numpyro.distributions as dist

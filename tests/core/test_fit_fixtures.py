@@ -7,7 +7,7 @@ files stay readable).
 arrays on the same data. The files are never re-recorded: they are what a user has on disk. A new model id adds
 its file with
 
-    ZOO_RECORD_FIT_FIXTURES=1 .venv/bin/python -m pytest tests/test_fit_fixtures.py -k <model id>
+    ZOO_RECORD_FIT_FIXTURES=1 .venv/bin/python -m pytest tests/core/test_fit_fixtures.py -k <model id>
 
 (which writes only files that do not exist yet).
 
@@ -28,7 +28,7 @@ import pytest
 import zoo
 from zoo.data import Matrix
 
-FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "fits"
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "fits"
 RECORD = os.environ.get("ZOO_RECORD_FIT_FIXTURES") == "1"
 pytestmark = [pytest.mark.filterwarnings("ignore:convergence"), pytest.mark.filterwarnings("ignore:kueck04")]
 

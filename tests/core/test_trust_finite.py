@@ -1,6 +1,6 @@
 """Issue 17.8: a fit whose outputs are NaN or infinite despite validated input is an error naming the likely cause,
 raised in one place (``zoo.core.finite.check_finite``, called by the registry after every runner and by ``zoo.fit`` for
-user programs). The real overflow (data at 1e160 in a variational EM) is in tests/test_persist.py, where it reuses
+user programs). The real overflow (data at 1e160 in a variational EM) is in tests/core/test_persist.py, where it reuses
 that module's compiled MCVQ."""
 import dataclasses
 

@@ -1,6 +1,6 @@
 """Same seed, same result: two fits with the same seed (an int, a NumPy int or the JAX key it maps to) give
 identical posterior arrays, for the custom samplers under each chain method and for the generic methods; a
-different seed gives different draws. (chain_method="parallel" of the custom samplers: tests/test_parallel_chains.py,
+different seed gives different draws. (chain_method="parallel" of the custom samplers: tests/inference/test_parallel_chains.py,
 each chain equal to the sequential run.)"""
 import numpy as np
 import pytest

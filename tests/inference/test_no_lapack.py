@@ -11,7 +11,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCANNED = ["inference", "models", "zoo/papers"]
 
 # jnp.linalg's factorizing routines and anything from jax.scipy.linalg / lax.linalg (cholesky, cho_solve,
