@@ -33,7 +33,7 @@ import numpy as np
 from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
-__all__ = ["FAST_COMPILE_OPTIONS", "CHAIN_METHODS", "Kernel", "ChainCarry", "SampleResult", "next_key",
+__all__ = ["FAST_COMPILE_OPTIONS", "CHAIN_METHODS", "Kernel", "ProgramKernel", "ChainCarry", "SampleResult", "next_key",
            "no_running_sums", "init_chains", "chain_mesh", "chain_devices", "CHAIN_AXIS", "run_chunk",
            "sample_chunked", "optimize_chunked", "over_chains", "KernelMCMC", "KernelMCMCState"]
 
@@ -331,3 +331,20 @@ class KernelMCMC(MCMCKernel):
 
     def postprocess_fn(self, model_args, model_kwargs):
         return lambda draw: draw
+
+
+class ProgramKernel(KernelMCMC):
+    """``KernelMCMC`` with what ``arviz.from_numpyro`` reads: ``model``, the NumPyro program the kernel samples
+    (keyword arguments bound) with its observed sites hidden. A collapsed sampler integrates sites out, so its draws
+    cannot give the program's log likelihood; hiding the observed sites makes ``az.from_numpyro(mcmc)`` build
+    posterior and sample_stats only. ``program`` is the bound program itself."""
+
+    def __init__(self, build_kernel: Callable, config, problem, observe: Callable, program: Callable):
+        super().__init__(build_kernel, config, problem, observe)
+        self.program = program
+
+    @property
+    def model(self) -> Callable:
+        import numpyro
+        return numpyro.handlers.block(self.program, hide_fn=lambda site: site.get("is_observed", False))
+

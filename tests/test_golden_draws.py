@@ -345,7 +345,7 @@ def test_kueck04_gram_is_ill_conditioned():
     """Why kueck04's tolerance is wider (``RTOL``): the Gram matrix of the golden problem's kernel is nearly
     singular, so the blocked Gibbs sweep's solves amplify rounding."""
     from zoo.data.mil import ring_data
-    from zoo.models.kernel_mil import gram_matrix
+    from zoo.models.mil import gram_matrix
     X = ring_data(n=60, seed=3).X
     assert np.linalg.cond(np.asarray(gram_matrix(X, X, "gaussian", 1.0))) > 1e7   # measured: 3.9e7
 

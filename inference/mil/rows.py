@@ -4,8 +4,8 @@ The blocked Gibbs sweep reads the design Psi (N, M) only through rows of Psi' = 
 the visited candidates j (``kernel_selection.kernel_selection_sweep``, ``mil_swap.swap_move``) and the K_max
 active rows (``kernel_selection.active_rows``), besides the Gram A = Psi'Psi + ridge I (M, M). With
 ``KernelRows`` (the N training points, the M centres, the width) and the radial function phi of
-``zoo.models.kernel_mil.KERNELS`` (a static setting, ``MILConfig.row_function``), a row is
-psi_t[j, i] = phi(||x_i - c_j|| / width), computed as ``kernel_mil.gram_matrix`` does (the same expansion
+``zoo.models.mil.KERNELS`` (a static setting, ``MILConfig.row_function``), a row is
+psi_t[j, i] = phi(||x_i - c_j|| / width), computed as ``zoo.models.mil.gram_matrix`` does (the same expansion
 |x|^2 + |c|^2 - 2 x.c), so both paths give the same draws up to rounding. Memory: O(N D + M^2 + K_max N) instead
 of 2 N M floats; time: each row costs O(N D) instead of O(N) (``rows_on_demand`` says when to use it).
 """
@@ -54,7 +54,7 @@ def row_source(psi_t, rows, phi):
 
 def blocked_gram(x: np.ndarray, centres: np.ndarray, kernel_matrix: Callable, block: int = 16384) -> np.ndarray:
     """(M, M) Psi'Psi accumulated over blocks of ``block`` instances, never holding more than block x M of Psi;
-    ``kernel_matrix(x_block, centres)`` -> (b, M) (e.g. ``kernel_mil.gram_matrix`` with the kernel and width)."""
+    ``kernel_matrix(x_block, centres)`` -> (b, M) (e.g. ``zoo.models.mil.gram_matrix`` with the kernel and width)."""
     m = centres.shape[0]
     gram = np.zeros((m, m))
     for start in range(0, x.shape[0], block):

@@ -23,7 +23,7 @@ from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.mil.gibbs import (MILConfig, MILHyper, MILProblem, init_mil_state, mil_gibbs_sweep,
                                      state_from_position)
 from zoo.inference.mil.orthant_sampler import GroupLayout, measurement_log_weight
-from zoo.models.kernel_mil import LABEL_FREE, gram_matrix, group_label_from_signs, kernel_mil_program
+from zoo.models.mil import LABEL_FREE, gram_matrix, group_label_from_signs, kernel_mil_program
 
 N_FORWARD = 20000
 N_SWEEPS = 20000

@@ -21,7 +21,7 @@ from zoo.inference.linalg import active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.mil.gibbs import state_from_position
 from zoo.inference.mil.scale import collapsed_scale_move
 from zoo.inference.mil.swap import swap_move
-from zoo.models.kernel_mil import gram_matrix
+from zoo.models.mil import gram_matrix
 
 from test_kueck04_geweke import HYPER, _forward_halves, _setup, _stats, _zscores
 

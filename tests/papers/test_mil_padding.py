@@ -18,7 +18,7 @@ from zoo.inference.linalg import active_set_from_mask
 from zoo.inference.mil.gibbs import MILConfig, MILHyper, MILProblem, mil_step, state_from_position, z_update
 from zoo.inference.mil.padding import PaddedShape, pad_problem, shared_shape
 from zoo.inference.mil.orthant_sampler import GroupLayout
-from zoo.models.kernel_mil import gram_matrix, group_label_from_signs, kernel_mil_program
+from zoo.models.mil import gram_matrix, group_label_from_signs, kernel_mil_program
 
 A, B, D2_ALPHA, D2_BETA = 1.0, 1.0, 2.0, 2.0
 HYPER = MILHyper(*(jnp.asarray(v) for v in (A, B, D2_ALPHA, D2_BETA, D2_BETA / (D2_ALPHA + 1))))

@@ -72,6 +72,7 @@ MOVED_MODULES: dict[str, str] = {
     "zoo.inference.streaming_topics": "zoo.inference.topics.streaming",
     "zoo.inference.topic_vi": "zoo.inference.topics.topic_vi",
     "zoo.inference.variational_em": "zoo.inference.mcvq.variational_em", "zoo.leaderboard": "zoo.leaderboards.board",
+    "zoo.models.kernel_mil": "zoo.models.mil",
     "zoo.leaderboard_corel": "zoo.leaderboards.corel5k", "zoo.leaderboard_methods": "zoo.leaderboards.methods",
     "zoo.leaderboard_report": "zoo.leaderboards.report", "zoo.options": "zoo.core.options",
     "zoo.persist": "zoo.core.persist", "zoo.priors": "zoo.core.priors", "zoo.progress": "zoo.core.progress",

@@ -52,6 +52,8 @@ class Method:
     generic: bool = False
     options: tuple = ()
     kind: str | None = None  # "mcmc" | "variational" | "point estimate"; None: from the draws (one per chain: point)
+    #: for an MCMC method, ``kernel(spec, data, method, options) -> numpyro MCMCKernel`` (``zoo.kernel``)
+    kernel: Callable | None = None
 
 
 @dataclasses.dataclass
@@ -123,11 +125,14 @@ def _register_generic(entry: ModelEntry) -> None:
 
 
 def register_method(model_ids: str | tuple | list, name: str, *, description: str = "", generic: bool = False,
-                    options: Callable | Iterable[str] | None = None, kind: str | None = None):
+                    options: Callable | Iterable[str] | None = None, kind: str | None = None,
+                    kernel: Callable | None = None):
     """Decorator registering ``runner(spec, data, seed=0, **options) -> Fit`` as method ``name`` of the models.
 
     The method's options are the runner's keyword parameters; a runner that takes ``**options`` and validates them
-    itself passes ``options=`` (a function whose keyword parameters are the options, or the names)."""
+    itself passes ``options=`` (a function whose keyword parameters are the options, or the names). An MCMC method
+    may pass ``kernel(spec, data, method, options) -> MCMCKernel``: its sampler for ``numpyro.infer.MCMC``
+    (``zoo.kernel``)."""
     ids = (model_ids,) if isinstance(model_ids, str) else tuple(model_ids)
 
     def decorate(runner: Callable) -> Callable:
@@ -143,7 +148,7 @@ def register_method(model_ids: str | tuple | list, name: str, *, description: st
                 raise ValueError(f"method {name!r} is registered twice for {mid!r}")
             doc = description or (runner.__doc__ or "").strip().split("\n")[0]
             entry.methods[name] = Method(name=name, runner=runner, description=doc, generic=generic, options=names,
-                                         kind=kind)
+                                         kind=kind, kernel=kernel)
         return runner
 
     return decorate

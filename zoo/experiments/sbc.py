@@ -56,7 +56,7 @@ def _kueck_setup(variant: str):
     import numpyro.distributions as dist
     from zoo.inference.mil.gibbs import MILConfig, MILHyper, MILProblem
     from zoo.inference.mil.orthant_sampler import GroupLayout, measurement_log_weight
-    from zoo.models.kernel_mil import LABEL_FREE, gram_matrix
+    from zoo.models.mil import LABEL_FREE, gram_matrix
     X = jnp.array([[0.0, 0.0], [1.0, 0.3], [2.0, -0.5], [-1.0, 1.0], [0.5, -1.5], [-1.5, -0.5]])
     psi = gram_matrix(X, X, "gaussian", 1.5)
     gram = psi.T @ psi
@@ -101,7 +101,7 @@ def kueck04_sbc(variant: str, n_sims: int = 200, warmup: int = 200, n_draws: int
     from numpyro.infer import Predictive
     from zoo.inference.driver import FAST_COMPILE_OPTIONS
     from zoo.inference.mil.gibbs import init_mil_state, mil_gibbs_sweep
-    from zoo.models.kernel_mil import kernel_mil_program
+    from zoo.models.mil import kernel_mil_program
     kwargs, config, problem_for, psi = _kueck_setup(variant)
 
     def simulate(key, n):

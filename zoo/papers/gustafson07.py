@@ -23,12 +23,13 @@ import numpyro.distributions as dist
 
 from zoo.data.containers import AnnotatedRegions
 from zoo.inference.label_feature.collapsed_niw import ConceptPrior, NIWPrior
-from zoo.inference.driver import FAST_COMPILE_OPTIONS
-from zoo.inference.label_feature.gibbs import FAST_COMPILE_WORK, predictive_log_lik, run_gibbs
+from zoo.inference.driver import FAST_COMPILE_OPTIONS, ProgramKernel
+from zoo.inference.label_feature.gibbs import (FAST_COMPILE_WORK, Collect, build_gibbs_kernel, collect_names,
+                                               predictive_log_lik, run_gibbs)
 from zoo.inference.label_feature.state import BetaMixture, RegionProblem, label_log_prior
 from zoo.models.feature_selection import check_garbage_weight, default_priors, feature_selection_model
 from zoo.core.options import chain_method as check_chain_method
-from zoo.core.options import nonnegative_int, one_of, positive_int
+from zoo.core.options import check_known, nonnegative_int, one_of, positive_int
 from zoo.core.progress import progress_callback
 from zoo.core.priors import beta_mixture_parameters
 from zoo.core.registry import register_method, register_model
@@ -398,11 +399,31 @@ def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, 
     return RegionLabelPrediction(proba, relevance, concepts, annotated)
 
 
+_KERNEL_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joint_moves", "omega_steps", "omega_dof")
+
+
+def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
+    """``zoo.kernel``'s builder: a ``ProgramKernel`` of ``build_gibbs_kernel`` on AnnotatedRegions ``data``
+    (features standardized as ``zoo.fit`` does), drawing Y (n,), M (K+1, p), n_relevant (K+1,), label_proba
+    (n, K+1), unit_loglik (n,), acceptances, and for CVFS alpha (p,), delta (p,), Omega (p, p)."""
+    check_known(options, _KERNEL_OPTIONS, f"the {method!r} kernel")
+    opts = dict(options)
+    update = opts.pop("delta_omega_update", "exact")
+    if update not in ("exact", "paper"):
+        raise ValueError(f"delta_omega_update: expected 'exact' or 'paper', got {update!r}")
+    variant = spec.options["variant"]
+    arrays = region_arrays(_check_regions(data, variant))
+    problem = region_problem(spec, arrays, exact_delta_omega=update == "exact", **opts)
+    # the program with the spec's priors, so that az.from_numpyro's prior and the kernel's target agree
+    program = partial(spec.program, **program_kwargs(spec, arrays))
+    return ProgramKernel(build_gibbs_kernel, variant, problem, Collect(variant, collect_names(variant)), program)
+
+
 for _variant in ("full", "fs", "cvfs"):
     register_model(f"gustafson07.{_variant}", paper=PAPER, title=_TITLES[_variant], build=partial(_build, _variant),
                    data_kind="AnnotatedRegions", default_method="collapsed_gibbs",
                    headline={"full": ("n_relevant",), "fs": ("M", "n_relevant"),
                              "cvfs": ("M", "alpha", "n_relevant")}[_variant])
 register_method(("gustafson07.full", "gustafson07.fs", "gustafson07.cvfs"), "collapsed_gibbs",
-                description="collapsed MCMC of the Appendix (M flips, labels via eq. 1, alpha, (delta, Omega))"
-                )(_collapsed_gibbs)
+                description="collapsed MCMC of the Appendix (M flips, labels via eq. 1, alpha, (delta, Omega))",
+                kernel=mcmc_kernel)(_collapsed_gibbs)

@@ -15,7 +15,7 @@ standard deviation), ``intercept`` (False, as in the thesis), ``chi`` (measureme
 ``basis`` (None: a basis function on every training instance, as in the thesis; an int M: M centres chosen
 among the training instances by k-means++ seeding, ``zoo.inference.mil.basis``, so psi is N x M).
 Priors: ``tau`` ~ Beta(a, b) (integrated out; must stay Beta), ``delta2`` ~ InverseGamma(mu/2, nu/2) (another
-family switches delta2 to a random-walk Metropolis step); defaults in ``zoo.models.kernel_mil.default_priors``,
+family switches delta2 to a random-walk Metropolis step); defaults in ``zoo.models.mil.default_priors``,
 read into the sampler's settings by ``_prior_settings`` alone (``mil_hyper``, ``mil_config``), handed to the
 program by ``program_kwargs``. Training data -> the sampler's arrays (``prepare``, ``MILPrepared``, ``bag_labels``,
 ``median_distance``): ``zoo.papers.kueck04_prepare``, re-exported here.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from functools import partial
 from typing import Any
 
 import jax
@@ -34,13 +35,13 @@ from jax.scipy.special import log_ndtr
 from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
-from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, run_chunk, sample_chunked
+from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, ProgramKernel, run_chunk, sample_chunked
 from zoo.inference.mil.gibbs import (KeyedMILState, MILConfig, MILGibbs, MILHyper, MILProblem, build_mil_kernel,
-                                     mil_draw, mixed_groups, problem_sizes)
+                                     mil_draw, mil_position, mixed_groups, problem_sizes)
 from zoo.inference.mil.rows import KernelRows
 from zoo.inference.mil.orthant_sampler import GroupLayout
-from zoo.models.kernel_mil import KERNELS, default_priors, gram_matrix, kernel_mil_program
-from zoo.core.options import chain_method as check_chain_method, positive_float
+from zoo.models.mil import KERNELS, default_priors, gram_matrix, kernel_mil_program
+from zoo.core.options import chain_method as check_chain_method, check_known, positive_float
 from zoo.papers import kueck04_prepare as _prepare_module
 from zoo.papers.kueck04_prepare import MILPrepared, bag_labels, prepare
 from zoo.core.priors import beta_parameters, inverse_gamma_parameters
@@ -291,6 +292,31 @@ def _predict_arrays(beta, psi_new, bag_ids, n_bags: int) -> MILPrediction:
     return MILPrediction(instance_proba=np.asarray(instance), bag_proba=np.asarray(bag))
 
 
+def mcmc_kernel(z_sampler: str, allowed: tuple):
+    """``zoo.kernel``'s builder for the blocked Gibbs with Z sampler ``z_sampler`` ("exact" or "mh"), options
+    ``allowed``: a ``ProgramKernel`` of ``build_mil_kernel`` on Bags ``data``, drawing gamma (M,), beta (M,),
+    delta2, n_active [, z (N,) with store_z]; extra fields ``MILGibbs.stat_fields``."""
+    def build(spec, data, method: str, options) -> ProgramKernel:
+        check_known(options, allowed, f"the {method!r} kernel")
+        opts = dict(options)
+        prep = prepare(spec, data)
+        config = mil_config(spec, prep, z_sampler, bool(opts.pop("store_z", False)))
+        if "rescale" in opts:
+            opts["rescale"] = bool(opts["rescale"])
+        if opts.get("beta_move", "gibbs") not in ("gibbs", "laplace"):
+            raise ValueError(f"beta_move: {opts['beta_move']!r} is not 'gibbs' or 'laplace'")
+        tries = opts.get("laplace_tries", 0)
+        if isinstance(tries, bool) or not isinstance(tries, (int, np.integer)) or tries < 0:
+            raise ValueError(f"laplace_tries: expected an int >= 0, got {tries!r}")
+        program = partial(spec.program, **program_kwargs(spec, prep))
+        return ProgramKernel(build_mil_kernel, config._replace(**opts), mil_problem(spec, prep), mil_position,
+                             program)
+    return build
+
+
+_KERNEL_OPTIONS = ("store_z", "rescale")
+
+
 def _register() -> None:
     titles = {"supervised": "sparse kernel probit classifier from instance labels",
               "constraint": "sparse kernel probit MIL from group constraint labels",
@@ -302,7 +328,9 @@ def _register() -> None:
                        headline=("delta2", "n_active"))
     ids = tuple(f"kueck04.{v}" for v in VARIANTS)
 
-    @register_method(ids, "blocked_gibbs")
+    exact_kernel = mcmc_kernel("exact", _KERNEL_OPTIONS + ("beta_move", "laplace_tries"))
+
+    @register_method(ids, "blocked_gibbs", kernel=exact_kernel)
     def blocked_gibbs(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                       num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                       chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
@@ -330,7 +358,7 @@ def _register() -> None:
                           fast_compile=fast_compile, beta_move=beta_move, laplace_tries=laplace_tries,
                           scale_tries=scale_tries, swap_tries=swap_tries)
 
-    @register_method(ids, "blocked_gibbs_mh")
+    @register_method(ids, "blocked_gibbs_mh", kernel=mcmc_kernel("mh", _KERNEL_OPTIONS))
     def blocked_gibbs_mh(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
                          num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                          chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",

@@ -114,7 +114,7 @@ def _bag_proba(beta, intercept, X, centres, width, bag_ids, kernel: str, n_bags:
     """(n_bags,) 1 - mean over draws of prod_{i in bag} Phi(-f(x_i)); beta (S, C) on the centres (C, D), intercept
     (S,); X (T, D) with bag_ids (T,) (padding rows in a last, ignored bag)."""
     from jax.scipy.special import log_ndtr
-    from zoo.models.kernel_mil import gram_matrix
+    from zoo.models.mil import gram_matrix
     f = gram_matrix(X, centres, kernel, width) @ beta.T + intercept[None, :]      # (T, S)
     log_all_neg = jax.ops.segment_sum(log_ndtr(-f), bag_ids, n_bags)              # (n_bags, S)
     return 1.0 - jnp.mean(jnp.exp(log_all_neg), axis=1)

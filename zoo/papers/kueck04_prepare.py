@@ -17,7 +17,7 @@ from zoo.data.containers import Bags
 from zoo.inference.mil.basis import kmeans_pp_indices
 from zoo.inference.mil.rows import blocked_gram, rows_on_demand
 from zoo.inference.mil.orthant_sampler import GroupLayout, measurement_log_weight
-from zoo.models.kernel_mil import (LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE, LABEL_POSITIVE,
+from zoo.models.mil import (LABEL_AT_LEAST_ONE, LABEL_FREE, LABEL_MIXED, LABEL_NEGATIVE, LABEL_POSITIVE,
                                    gram_matrix)
 
 __all__ = ["MILPrepared", "bag_labels", "median_distance", "prepare"]

@@ -163,7 +163,7 @@ def _nuts_comparison(fast: bool) -> dict:
     from jax.scipy.special import ndtr
     from numpyro.infer import MCMC, NUTS
     from zoo.inference.mil.gibbs import state_from_position
-    from zoo.models.kernel_mil import gram_matrix, probit_fixed_active_program
+    from zoo.models.mil import gram_matrix, probit_fixed_active_program
     from zoo.papers import kueck04 as paper
 
     # overlapping classes (embedded cluster): with separable data the probit posterior of beta is improper-like
