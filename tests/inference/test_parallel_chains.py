@@ -17,6 +17,8 @@ N_DEVICES = 4
 def _run_child(case: str) -> str:
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={N_DEVICES}", OMP_NUM_THREADS="1",
                JAX_PLATFORMS="cpu")
+    # the child imports the toy walk from tests/test_golden_draws.py, one folder up
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(HERE), env.get("PYTHONPATH", "")) if p)
     done = subprocess.run([sys.executable, os.path.abspath(__file__), case], env=env, capture_output=True,
                           text=True, timeout=600, cwd=HERE)
     assert done.returncode == 0, done.stdout + done.stderr
