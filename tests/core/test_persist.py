@@ -166,3 +166,49 @@ def test_a_damaged_or_foreign_file_is_a_value_error(tmp_path, content):
     path.write_bytes(content)
     with pytest.raises(ValueError, match="fit.nc"):
         zoo.load_fit(path)
+
+
+# --- the versioned format and its table of moved modules (issue 28) ------------------------------------------------
+def test_moved_modules_are_followed_to_their_end(monkeypatch):
+    from zoo.core import persist
+    assert persist.current_module("zoo.inference.mil_gibbs") == "zoo.inference.mil.gibbs"
+    assert persist.current_module("zoo.core.fit") == "zoo.core.fit"          # never moved: itself
+    monkeypatch.setattr(persist, "MOVED_MODULES", {"zoo.a": "zoo.b", "zoo.b": "zoo.c"})
+    assert persist.current_module("zoo.a") == "zoo.c"
+    monkeypatch.setattr(persist, "MOVED_MODULES", {"zoo.a": "zoo.b", "zoo.b": "zoo.a"})
+    with pytest.raises(ValueError, match="loop"):
+        persist.current_module("zoo.a")
+
+
+def test_every_moved_module_exists_now():
+    import importlib
+    from zoo.core.persist import MOVED_MODULES, current_module
+    for old in MOVED_MODULES:
+        importlib.import_module(current_module(old))
+
+
+def _rewrite_structure(path, group, edit):
+    """A copy of the fit file at ``path`` with ``edit(structure text)`` applied to one zoo group's structure."""
+    import arviz as az
+    idata = az.from_netcdf(str(path))
+    dataset = getattr(idata, group)
+    dataset.attrs["structure"] = edit(dataset.attrs["structure"])
+    out = path.with_name("edited.nc")
+    idata.to_netcdf(str(out))
+    return out
+
+
+def test_a_file_of_a_newer_format_or_an_unknown_module_is_refused(tmp_path):
+    import arviz as az
+    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=5)
+    path = fit.save(tmp_path / "fit.nc")
+    idata = az.from_netcdf(str(path))
+    idata.zoo_spec["zoo_format"] = idata.zoo_spec["zoo_format"] + 1
+    newer = tmp_path / "newer.nc"
+    idata.to_netcdf(str(newer))
+    with pytest.raises(ValueError, match="format 3, newer than this zoo reads"):
+        zoo.load_fit(newer)
+    moved = _rewrite_structure(path, "zoo_spec", lambda s: s.replace("zoo.papers.carbonetto03:",
+                                                                      "zoo.papers.nowhere:"))
+    with pytest.raises(ValueError, match="zoo.papers.nowhere.*MOVED_MODULES"):
+        zoo.load_fit(moved)

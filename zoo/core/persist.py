@@ -7,8 +7,9 @@ scalars, strings) is stored as JSON in each group's ``structure`` attribute and 
 nothing is ever unpickled. On load, classes and the prediction function are imported by name only from zoo's own
 modules (``zoo.``): a file cannot make the loader run anything else.
 
-``zoo.load_fit(path)`` (``zoo.api``, from ``read_fit_file``'s parts) rebuilds the model with ``zoo.model(id, priors=..., **arguments)`` and returns a Fit that
-predicts, summarizes and diagnoses as the original did.
+``zoo.load_fit(path)`` (``zoo.api``, from ``read_fit_file``'s parts) rebuilds the model with
+``zoo.model(id, priors=..., **arguments)`` and returns a Fit that predicts, summarizes and diagnoses as the original
+did.
 
 The format is versioned (``FORMAT_VERSION``, in every zoo group's ``zoo_format`` variable). Class and function
 paths in a file are those of the zoo that wrote it; a module that moves keeps its old path readable through
