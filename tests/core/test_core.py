@@ -193,3 +193,32 @@ print("ok")
     for script in (code, first):
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr[-3000:]
+
+
+def test_models_and_user_programs_take_the_one_finish_step(monkeypatch):
+    """Issue 28: ``zoo.fit`` hands every fit to ``zoo.core.finish.finish``, the zoo's models and users' programs
+    alike (finite check, inference kind, relabelling, provenance, verdict)."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    import zoo.api
+    seen = []
+    real_finish = zoo.api.finish
+
+    def recording_finish(fit, spec, *args, **kwargs):
+        seen.append((spec.id, kwargs["kind"]))
+        return real_finish(fit, spec, *args, **kwargs)
+
+    monkeypatch.setattr(zoo.api, "finish", recording_finish)
+
+    def program(y=None):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 3.0))
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    user = zoo.fit(program, {"y": np.array([0.2, -0.1, 0.4])}, method="map", num_steps=20, progress_bar=False)
+    model = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=2, covariance="diag"),
+                    zoo.load_dataset("carbonetto03_sec2")[:40], max_iter=5, progress_bar=False)
+    # the generic MAP declares its kind; MAP-EM registers none, and finish judges it from the draws
+    assert seen == [(None, "point estimate"), ("carbonetto03.shrinkage_mixture", None)]
+    for fit in (user, model):
+        assert fit.provenance["zoo_inference"] == "point estimate" and "zoo_wall_seconds" in fit.provenance

@@ -57,10 +57,10 @@ def test_every_model_id_is_covered():
     assert set(CASES) == {card.id for card in zoo.catalog()}
 
 
-#: one model id per paper in the default suite (each paper's state and predictor classes); the other model ids
-#: share their paper's path and run in the extended tier (CI, after the default suite); cvfs (20-25 s) in the slow one
-_DEFAULT_SUITE = ("carbonetto03.translation", "gustafson07.fs", "kueck04.hybrid", "ross03.mcvq_supervised",
-                  "yakhnenko.mom_lda")
+#: two model ids in the default suite (an EM and an MCMC fit saved today and reloaded; the files of every model id
+#: written before are loaded by test_fit_fixtures.py); the other model ids run in the extended tier (CI, after the
+#: default suite); cvfs (20-25 s) in the slow one
+_DEFAULT_SUITE = ("carbonetto03.translation", "kueck04.hybrid")
 
 
 @pytest.mark.parametrize("model_id", [pytest.param(m, marks=pytest.mark.slow) if m == "gustafson07.cvfs" else
