@@ -37,8 +37,8 @@ from numpyro.distributions import constraints
 from zoo.inference.linalg import cholesky, spd_solve   # not LAPACK: see inference/linalg.py
 from zoo.models.gaussian import MultivariateNormal
 from zoo.models.shrinkage_mixture import InverseWishart
-from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, collapsed_concept_log_density, gaussian_logpdf_masked,
-                                         masked_cholesky, masked_matrix)
+from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, collapsed_concept_log_density,
+                                                       gaussian_logpdf_masked, masked_cholesky, masked_matrix)
 
 __all__ = ["VARIANTS", "ConceptPrior", "DeltaOmegaPrior", "FeatureSelectionNormal", "feature_selection_model",
            "concept_masks", "coverage_ok", "collapsed_log_density", "default_alpha_prior", "default_priors",

@@ -78,7 +78,8 @@ def imported_modules(path: pathlib.Path, module: str, known) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
             for alias in node.names:      # ``from zoo.core import registry`` imports the module zoo.core.registry
                 out.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
         elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"

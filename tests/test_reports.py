@@ -156,17 +156,18 @@ def _private_uses(tree) -> set:
 
 
 def test_experiment_modules_follow_the_run_report_plot_shape():
-    """Under ~450 lines; no benchmark in a module with ``reproduce`` (they go in experiments/bench/); no metrics, splitters or NumPyro programs defined in
-    an experiment (they live in zoo/metrics.py, zoo/data/ and models/); no private names of other modules beyond
-    the listed ones; every run_* function returns a dataclass (its annotation names a class defined with
-    @dataclasses.dataclass in the module)."""
+    """Under ~450 lines; no benchmark in a module with ``reproduce`` (they go in experiments/bench/); no metrics,
+    splitters or NumPyro programs defined in an experiment (they live in zoo/metrics.py, zoo/data/ and models/); no
+    private names of other modules beyond the listed ones; every run_* function returns a dataclass (its annotation
+    names a class defined with @dataclasses.dataclass in the module)."""
     for name, (path, tree) in _sources().items():
         assert len(path.read_text().splitlines()) <= 460, f"{name}: over ~450 lines"
         defined = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         assert not {"auc", "rms", "correct", "subset_images", "split_images"} & set(defined), name
         assert "numpyro.sample" not in path.read_text(), f"{name}: a NumPyro program belongs in models/"
         if "reproduce" in defined:          # a paper's experiment: its benchmarks go in a module of their own
-            assert "register_benchmark" not in path.read_text(), f"{name}: benchmarks go in zoo/experiments/bench/{name}.py"
+            assert "register_benchmark" not in path.read_text(), \
+                f"{name}: benchmarks go in zoo/experiments/bench/{name}.py"
         unexpected = _private_uses(tree) - KNOWN_PRIVATE
         assert not unexpected, f"{name}: private names {sorted(unexpected)}"
         dataclasses_here = {n.name for n in tree.body if isinstance(n, ast.ClassDef)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from zoo.inference.label_feature.collapsed_niw import (DeltaCollapsedTerms, collapsed_concept_log_density, concept_delta_terms,
-                                         delta_collapsed_log_density, delta_conditional, shared_mask_log_density)
+from zoo.inference.label_feature.collapsed_niw import (DeltaCollapsedTerms, collapsed_concept_log_density,
+                                                       concept_delta_terms, delta_collapsed_log_density,
+                                                       delta_conditional, shared_mask_log_density)
 from zoo.inference.label_feature.state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
                                                free_rows, rows_to_M)
 from zoo.inference.linalg import cho_solve, cholesky, solve_lower_transpose

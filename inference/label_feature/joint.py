@@ -13,8 +13,8 @@ from zoo.inference.label_feature.flips import free_log_target
 from zoo.inference.label_feature.state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
                                                forced_units, free_rows, label_log_prior, unit_images)
 from zoo.inference.linalg import cholesky
-from zoo.inference.label_feature.niw_predictive import (cache_log_predictive_loo, cache_shift_entries, concept_normalizer_table,
-                                          predictive_cache)
+from zoo.inference.label_feature.niw_predictive import (cache_log_predictive_loo, cache_shift_entries,
+                                                        concept_normalizer_table, predictive_cache)
 
 __all__ = ["joint_flip_relabel_step"]
 

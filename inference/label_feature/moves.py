@@ -8,11 +8,12 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import betaln, logsumexp
 
-from zoo.inference.label_feature.collapsed_niw import (concept_delta_terms, concept_niw_prior, delta_collapsed_log_density,
-                                         delta_conditional, gaussian_logpdf_masked, gaussian_loglik_suffstats,
-                                         inverse_wishart_log_density, masked_cholesky, masked_matrix,
-                                         niw_log_marginal, niw_posterior, sample_beta, sample_masked_inverse_wishart,
-                                         sample_niw_masked, suffstats)
+from zoo.inference.label_feature.collapsed_niw import (concept_delta_terms, concept_niw_prior,
+                                                       delta_collapsed_log_density, delta_conditional,
+                                                       gaussian_logpdf_masked, gaussian_loglik_suffstats,
+                                                       inverse_wishart_log_density, masked_cholesky, masked_matrix,
+                                                       niw_log_marginal, niw_posterior, sample_beta,
+                                                       sample_masked_inverse_wishart, sample_niw_masked, suffstats)
 from zoo.inference.label_feature.state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
                                                label_log_prior)
 from zoo.inference.linalg import cho_solve, cholesky, solve_lower_transpose, spd_inverse

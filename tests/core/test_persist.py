@@ -12,41 +12,11 @@ import zoo
 from zoo.data import Matrix
 from zoo.core.finite import NonFiniteResultError
 from zoo.core.provenance import PROVENANCE_KEYS
-from zoo.data.mil import ring_data
-from zoo.data.ross03 import MatrixDataset
 
 
-def _two_class_matrix(C=30, seed=0):
-    rng = np.random.default_rng(seed)
-    y = np.arange(C) % 2
-    X = np.where(y[:, None] == 1, 1.5, -1.5) * np.ones((C, 4)) + 0.3 * rng.normal(size=(C, 4))
-    return MatrixDataset(Matrix(X), labels=y)
-
-
-RING = ring_data(n=40, seed=1)
-SEC6 = zoo.load_dataset("gustafson07_sec6")
-TOPICS = zoo.load_dataset("yakhnenko_synthetic", n_images=30)
-MCMC = dict(num_warmup=5, num_samples=5, progress_bar=False)
-
-# model id -> (model options, data for the fit, data for predictions, fit options)
-CASES = {
-    "carbonetto03.shrinkage_mixture": ({}, zoo.load_dataset("carbonetto03_sec2"), None, dict(max_iter=20)),
-    "carbonetto03.translation": ({}, zoo.load_dataset("carbonetto03_sec52"), None, dict(max_iter=20)),
-    "gustafson07.full": ({}, SEC6, None, MCMC),
-    "gustafson07.fs": ({}, SEC6, None, MCMC),
-    "gustafson07.cvfs": ({}, SEC6, None, MCMC),
-    "kueck04.supervised": ({}, RING, None, MCMC),
-    "kueck04.constraint": ({}, RING, None, MCMC),
-    "kueck04.measurement": ({}, RING, None, MCMC),
-    "kueck04.hybrid": ({}, RING, None, MCMC),
-    "ross03.mcvq": (dict(n_vqs=2, n_states=2), _two_class_matrix(), None, dict(max_iter=3, progress_bar=False)),
-    "ross03.mcvq_supervised": (dict(n_vqs=2, n_states=2), _two_class_matrix(), _two_class_matrix(seed=1).matrix,
-                               dict(max_iter=3, progress_bar=False, monte_carlo_samples=16)),
-    "ross03.mcvq_clustered": (dict(n_vqs=2, n_states=2, n_clusters=2), _two_class_matrix().matrix, None,
-                              dict(max_iter=3, progress_bar=False)),
-    "yakhnenko.mom_lda": (dict(n_topics=3), TOPICS, None, dict(max_iter=5, progress_bar=False)),
-    "yakhnenko.mom_hdp": (dict(truncation=3), TOPICS, None, dict(max_iter=5, progress_bar=False)),
-}
+# model id -> builder of (model options, data for the fit, data for predictions, fit options): the same cases as the
+# fit-file fixtures, so that a file saved today and one saved by an earlier main are made alike
+from test_fit_fixtures import CASES, _two_class_matrix  # noqa: E402  (tests/core is on sys.path)
 
 
 def _fields(prediction) -> dict[str, np.ndarray]:
@@ -67,7 +37,7 @@ _DEFAULT_SUITE = ("carbonetto03.translation", "kueck04.hybrid")
                                       m if m in _DEFAULT_SUITE else pytest.param(m, marks=pytest.mark.extended)
                                       for m in sorted(CASES)])
 def test_saved_fit_predicts_identically(model_id, tmp_path):
-    options, data, new_data, fit_options = CASES[model_id]
+    options, data, new_data, fit_options = CASES[model_id]()
     fit = zoo.fit(zoo.model(model_id, **options), data, seed=3, **fit_options)
     path = fit.save(tmp_path / "fit.nc")
     loaded = zoo.load_fit(path)

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density, masked_matrix,
-                                         niw_log_marginal, niw_posterior, sample_beta, sample_gamma,
-                                         sample_masked_inverse_wishart, suffstats)
+from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, NIWPrior, collapsed_concept_log_density,
+                                                       masked_matrix, niw_log_marginal, niw_posterior, sample_beta,
+                                                       sample_gamma, sample_masked_inverse_wishart, suffstats)
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.models.feature_selection import FeatureSelectionNormal
 

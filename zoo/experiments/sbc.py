@@ -1,4 +1,5 @@
-"""``zoo reproduce sbc``: simulation-based calibration (zoo.diagnostics.sbc) of the zoo's models with their default methods.
+"""``zoo reproduce sbc``: simulation-based calibration (zoo.diagnostics.sbc) of the zoo's models with their default
+methods.
 
 Run here, on small problems simulated from each model's NumPyro program:
 - kueck04.{supervised, constraint, measurement, hybrid}, default ``blocked_gibbs``: the program

@@ -1,5 +1,5 @@
-"""SBC (zoo.diagnostics.sbc) of the models whose default method is EM or variational (carbonetto03, ross03, yakhnenko) and of
-the generic NUTS on a program with continuous latents; used by ``zoo.experiments.sbc``.
+"""SBC (zoo.diagnostics.sbc) of the models whose default method is EM or variational (carbonetto03, ross03,
+yakhnenko) and of the generic NUTS on a program with continuous latents; used by ``zoo.experiments.sbc``.
 
 Every simulation draws the latents from the model's NumPyro program (``spec.program``) with fixed arguments,
 then the observed sites from their conditional distributions given those latents (``simulate_program``), fits the

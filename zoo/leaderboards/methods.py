@@ -1,5 +1,5 @@
-"""The region-word methods of the leaderboard (``zoo.leaderboards.board.METHODS``): models through ``zoo.fit``, baselines
-from ``zoo.leaderboards.baselines``, each as ``run(train, blind, settings) -> Scores``.
+"""The region-word methods of the leaderboard (``zoo.leaderboards.board.METHODS``): models through ``zoo.fit``,
+baselines from ``zoo.leaderboards.baselines``, each as ``run(train, blind, settings) -> Scores``.
 
 Every choice a method makes is made on its training split only (issue 19, point 2); rows come in before / after
 pairs where a choice is made:

@@ -310,7 +310,8 @@ def _predict_translation(fit, data):
 def _generic_predict_mixture(fit, data):
     """Predictions of the generic methods: component probabilities at the posterior mean of the parameters."""
     post = fit.idata.posterior
-    # components aligned across draws (zoo.core.relabel) when they were relabelled: a mean over switched labels mixes them
+    # components aligned across draws (zoo.core.relabel) when they were relabelled: a mean over switched labels
+    # mixes them
     post = post.assign({site: post[f"{site}_relabelled"] for site in ("mu", "lambda", "Sigma")
                         if f"{site}_relabelled" in post})
     diagonal = fit.spec.options["covariance"] == "diag"

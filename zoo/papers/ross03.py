@@ -26,7 +26,8 @@ import numpyro.distributions as dist
 from zoo.data.containers import Matrix
 from zoo.data.ross03 import MatrixDataset
 from zoo.inference.mcvq import steps
-from zoo.inference.mcvq.variational_em import MCVQConfig, MCVQState, initialize, run_variational_em, temperature_schedule
+from zoo.inference.mcvq.variational_em import (MCVQConfig, MCVQState, initialize, run_variational_em,
+                                               temperature_schedule)
 from zoo.models.mcvq import default_priors, mcvq_program
 from zoo.core.options import data_devices as check_data_devices
 from zoo.core.options import positive_float, positive_int
@@ -60,9 +61,9 @@ def _builder(kind: str):
 
 
 #: The VQs are exchangeable (their labels can differ between restarts): matched on a, b, mu, sigma; the states s
-#: (one column per VQ) follow, and r's values (which VQ a dimension selected) are mapped (zoo.core.registry). Then the
-#: states within each VQ, exchangeable too: matched on mu, sigma, b of that VQ, and s's values (the state each
-#: case took in that VQ) mapped.
+#: (one column per VQ) follow, and r's values (which VQ a dimension selected) are mapped (zoo.core.finish's
+#: relabelling step). Then the states within each VQ, exchangeable too: matched on mu, sigma, b of that VQ, and s's
+#: values (the state each case took in that VQ) mapped.
 _VQS = {"a": 1, "b": 1, "mu": 1, "sigma": 1, "s": ("carry", 1), "r": "labels",
         "within": {"groups": {"mu": 1, "sigma": 1, "b": 1}, "states": {"mu": 2, "sigma": 2, "b": 2},
                    "labels": {"s": 1}}}
