@@ -335,11 +335,14 @@ def cli(args) -> int:
         rows = leaderboard(args.data, models=args.model or None, splits=args.splits, fast=args.fast,
                            results=results, segmentation=args.segmentation, features=args.features,
                            n_images=args.images)
+    from zoo.leaderboards.document import plot_summary, render_markdown
     summary = summarize(rows)
     table = markdown_table(summary)
-    (out / "leaderboard.md").write_text(table + "\n")
+    measured = {"seeded": summary, "standard": [], "pixel": [], "mil": []}
+    # the same document as docs/leaderboard.md, of this run's rows (no published rows: other protocols)
+    (out / "leaderboard.md").write_text(render_markdown(measured, ()))
     (out / "leaderboard.json").write_text(json.dumps(rows, indent=1))
-    plot_leaderboard(summary, out / "leaderboard.png")
+    plot_summary(measured, (), out / "leaderboard.png")
     print(table)
     print(f"zoo leaderboard: {out / 'leaderboard.md'}, {out / 'leaderboard.json'}, {out / 'leaderboard.png'}")
     return 0
