@@ -148,14 +148,15 @@ class Sec53Result:
     rows: dict
 
 
-def run_sec53(n_restarts: int, seed: int = 0, n_images: tuple[int, int] | None = None) -> Sec53Result | None:
+def run_sec53(n_restarts: int, seed: int = 0, n_images: tuple[int, int] | None = None,
+              segmentation: str = "ncut") -> Sec53Result | None:
     """The four models of Sec. 5.3 on MSRC-v2 regions (carbonetto03 features); None when the data are absent.
     ``n_images``: (training, test) images drawn at random (``default_rng(seed)``) for a small run (--fast);
     None: the whole split."""
     from zoo.data.splits import subset_images
     try:
-        train = zoo.load_dataset("msrc_v2", split="train", features="carbonetto03")
-        test = zoo.load_dataset("msrc_v2", split="test", features="carbonetto03")
+        train = zoo.load_dataset("msrc_v2", split="train", features="carbonetto03", segmentation=segmentation)
+        test = zoo.load_dataset("msrc_v2", split="test", features="carbonetto03", segmentation=segmentation)
     except (FileNotFoundError, ValueError) as err:
         print(f"  Sec. 5.3 on real regions skipped: {err}")
         return None
@@ -341,16 +342,18 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
                        [*sec52_tables(res5, n5, images, r5), plot_sec52(res5, out_dir / "carbonetto03_sec52.png")],
                        seconds=time.perf_counter() - t0))
 
+    from zoo.experiments._subsets import fast_segmentation
     sub53, r53 = ((100, 50), 2) if fast else (None, 5)
+    segmentation = fast_segmentation() if fast else "ncut"
     if fast:
         report.notes.append("--fast: fewer data sets and restarts (Sec. 2: "
                             f"{n2} x {r2}, Sec. 5.2: {n5} x {r5}; full: 50 x 10 and 19 x 5); Sec. 5.3 on a random "
-                            f"{sub53[0]} training and {sub53[1]} test images of MSRC-v2 with {r53} restarts "
-                            "(full: the whole split, 5 restarts)")
+                            f"{sub53[0]} training and {sub53[1]} test images of MSRC-v2 ({segmentation} regions) "
+                            f"with {r53} restarts (full: the whole split, NCut regions, 5 restarts)")
     report.settings = {"seeds": "Sec. 2: 0..n-1, Sec. 5.2: 100..100+n-1, Sec. 5.3: 0",
                        "data sets x restarts": f"Sec. 2 {n2} x {r2}, Sec. 5.2 {n5} x {r5}"}
     t0 = time.perf_counter()
-    real = run_sec53(n_restarts=r53, n_images=sub53)
+    real = run_sec53(n_restarts=r53, n_images=sub53, segmentation=segmentation)
     if real is None:
         report.notes.append("Sec. 5.3 not run: the MSRC-v2 regions are not available")
     else:

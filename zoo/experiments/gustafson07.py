@@ -140,11 +140,12 @@ def run_sec7(train: AnnotatedRegions, valid: AnnotatedRegions, num_warmup: int, 
     return out
 
 
-def _real_regions(n_images: int | None = 68, seed: int = 0):
+def _real_regions(n_images: int | None = 68, seed: int = 0, segmentation: str = "ncut"):
     """MSRC-v2 annotated regions with the paper's 16 features (``n_images`` drawn at random, the paper's 68 by
     default; None = all 591), or None (with the reason) when the data are unavailable."""
     try:
-        data = zoo.load_dataset("msrc_v2", features="gustafson07", split="all", progress=False)
+        data = zoo.load_dataset("msrc_v2", features="gustafson07", split="all", progress=False,
+                                segmentation=segmentation)
     except (FileNotFoundError, ValueError, ImportError, OSError) as err:
         return None, f"{type(err).__name__}: {err}"
     # an image with more keywords than segments cannot satisfy the coverage constraint: leave it out (reported)
@@ -350,10 +351,13 @@ def sec7_data(fast: bool) -> Sec7Data:
     """MSRC-v2 regions in full mode when present (200 + 2000 iterations); otherwise regions drawn from the CVFS
     program (30 images, 8 keywords, 8 features, 100 + 300 iterations in --fast; 68, 17, 16, 200 + 2000 in full).
     Training images: 50 of 68 in proportion (the paper's split)."""
-    real, source = _real_regions(n_images=30 if fast else 68)
+    from zoo.experiments._subsets import fast_segmentation
+    segmentation = fast_segmentation() if fast else "ncut"
+    real, source = _real_regions(n_images=30 if fast else 68, segmentation=segmentation)
     if real is not None:
         warmup, samples = (100, 300) if fast else (200, 2000)
-        return Sec7Data(real, source + (" (--fast: 30 images; full: 68)" if fast else ""), False,
+        return Sec7Data(real, source + (f" (--fast: 30 images, {segmentation} regions; full: 68, NCut)"
+                                        if fast else ""), False,
                         int(round(real.n_images * 50 / 68)), warmup, samples)
     n_images = 30 if fast else 68
     regions = regions_from_program("cvfs", n_images=n_images, n_keywords=8 if fast else 17,
