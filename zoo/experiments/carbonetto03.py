@@ -14,6 +14,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import zoo
+from zoo.experiments.paper_claims import carbonetto03_claims
 from zoo.data.carbonetto03 import SEC2_VARIANCES, mixture_data_sec2, translation_data_sec52
 from zoo.metrics import empirical_word_proba, matched_accuracy, pr_n, pr_sampled
 
@@ -215,7 +216,8 @@ def sec2_tables(res2: Sec2Result, sklearn_accuracy: float | None, n_datasets: in
         note=f"{n_datasets} data sets of 200 points, {n_restarts} EM restarts from data points as means; accuracy "
              f"under the best relabelling. Gap on 'ML, all 6 features' (zoo {ml6:.1f} vs paper 37.5): a symmetric "
              f"start (every mean at the data mean) is a fixed point of EM and scores the largest class's share "
-             f"(zoo {sym:.1f}), our explanation of the paper's 37.5 = 75/200; the zoo's ML 6 row starts from data points.")
+             f"(zoo {sym:.1f}), our explanation of the paper's 37.5 = 75/200; the zoo's ML 6 row starts from data "
+             f"points.")
     tau = res2.tau.mean(0)
     tau_table = Table("Sec. 2: tau_hat of the MAP shrinkage fit (mean over data sets)",
                       ["", *(f"feature {j + 1}" for j in range(tau.size))], [["zoo", *map(float, tau)]],
@@ -359,46 +361,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     else:
         title = "Sec. 5.3: translation model on MSRC-v2 regions" + (" (subset, --fast)" if fast else "")
         report.add(Section(title, sec53_tables(real), seconds=time.perf_counter() - t0))
-    report.claims = claims(res2, res5, fast)
+    report.claims = carbonetto03_claims(res2, res5, fast)
     for section in report.sections:
         print_section(section)
     return report
-
-
-def claims(res2: Sec2Result, res5: Sec52Result, fast: bool) -> list:
-    """The paper's claims of Sec. 2 and 5.2, each against the zoo's numbers in the tables above."""
-    from zoo.reports import Claim
-
-    rms = {name: float(np.mean(v["relevant"])) for name, v in res5.rms.items()}
-    sd = {name: float(np.std(v["relevant"])) for name, v in res5.rms.items()}
-    acc = {name: 100 * float(np.mean(v["best"])) for name, v in res2.accuracy.items()}
-    map9, ml9, ml3 = "MAP full, all 9 (alpha=11)", "ML, all 9 features", "ML, first 3 features"
-
-    def spread(a: str, b: str) -> str:
-        """Whether the two means differ by more than the larger sd over data sets (computed, not assumed)."""
-        n = len(res5.rms[a]["relevant"])
-        within = abs(rms[a] - rms[b]) <= max(sd[a], sd[b])
-        return (f" Over {n} data sets the two means differ by {abs(rms[a] - rms[b]):.3f}, "
-                + ("within" if within else "more than") + f" one sd ({max(sd[a], sd[b]):.3f}).")
-    out = [
-        Claim("MAP (shrinkage) estimates the word means better than ML when all 9 features are given (Fig. 5)",
-              "Sec. 5.2: RMS error of the estimated word means", {map9: rms[map9], ml9: rms[ml9]},
-              order=[map9, ml9], higher_is_better=False,
-              why=("The zoo's MAP full error is not below ML's on these data sets." + spread(map9, ml9))
-              if rms[map9] >= rms[ml9] else ""),
-        Claim("ML given only the 3 relevant features beats MAP given all 9 (Fig. 5)",
-              "Sec. 5.2: RMS error of the estimated word means", {ml3: rms[ml3], map9: rms[map9]},
-              order=[ml3, map9], higher_is_better=False,
-              why=("The zoo's ML on 3 features does not beat MAP on all 9 here." + spread(ml3, map9))
-              if rms[ml3] >= rms[map9] else ""),
-        Claim("ML on the 3 informative features: 99.5 % of points classified right (Sec. 2)",
-              "Sec. 2: training-set classification accuracy %",
-              {"ML, 3 informative features": acc["ML, 3 informative features"]},
-              paper={"ML, 3 informative features": PAPER_SEC2["ML, 3 informative features"]}, tolerance=2.0),
-        Claim("ML on all 6 features: 37.5 % right (Sec. 2)", "Sec. 2: training-set classification accuracy %",
-              {"ML, all 6 features": acc["ML, all 6 features"]},
-              paper={"ML, all 6 features": PAPER_SEC2["ML, all 6 features"]}, tolerance=2.0,
-              why="The zoo's EM from data points finds the clusters; the paper's 37.5 = 75/200 is what EM from a "
-                  "symmetric start (all means at the data mean) gives: row '" + SYMMETRIC + "'."),
-    ]
-    return out

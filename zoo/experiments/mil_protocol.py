@@ -19,6 +19,7 @@ killed run keeps what it finished; ``summarize_protocol`` gives mean ± sd over 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 import time
@@ -28,7 +29,7 @@ import numpy as np
 from zoo.data import Bags
 from zoo.data.mil import load_mil_benchmark, stratified_bag_folds, subset_bags
 
-__all__ = ["width_grid", "protocol_folds", "mi_svm_bag_scores", "MI_svm_bag_scores", "kueck_selected_scores",
+__all__ = ["ProtocolRun", "width_grid", "protocol_folds", "mi_svm_bag_scores", "MI_svm_bag_scores", "kueck_selected_scores",
            "run_protocol", "summarize_protocol", "KERNELS"]
 
 KERNELS = ("gaussian", "cauchy")
@@ -111,12 +112,18 @@ def MI_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20) -> np.ndarray
     return np.array([f[test.bag_ids == b].max() for b in range(test.n_bags)])
 
 
+def _spec(kernel: str, width: float, max_active: int, basis: int | None):
+    import zoo
+    return zoo.model("kueck04.constraint", kernel=kernel, width=float(width), standardize=True,
+                     max_active=max_active, basis=basis)
+
+
 def kueck_selected_scores(data: Bags, folds: np.ndarray, *, n_inner: int = 3, inner_sweeps: int = 300,
                           outer_sweeps: int = 1000, max_active: int = 100, basis: int | None = None,
                           n_widths: int = 6) -> tuple[np.ndarray, list]:
     """Kück's constraint model with kernel and width chosen per outer fold by inner CV on its training bags over
     ``KERNELS`` x ``width_grid(training instances)``; (out-of-fold Pr(bag positive) (B,), chosen per fold)."""
-    from zoo.experiments.kueck04_select import _spec, log_score
+    from zoo.experiments.kueck04_select import log_score
     from zoo.papers.kueck04_cv import fit_padded, fold_scores
     outer = np.unique(folds)
     jobs, where, grids = [], [], {}
@@ -151,9 +158,15 @@ def kueck_selected_scores(data: Bags, folds: np.ndarray, *, n_inner: int = 3, in
 METHODS = {"mi-SVM": (mi_svm_bag_scores, 0.0), "MI-SVM": (MI_svm_bag_scores, 0.0)}
 
 
+@dataclasses.dataclass
+class ProtocolRun:
+    """rows: one dict per (method, run) of one benchmark, those read back from the results file included."""
+    rows: list
+
+
 def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", "Kück constraint (selected)"),
                  n_folds: int = 10, inner_sweeps: int = 300, outer_sweeps: int = 1000, basis: int | None = None,
-                 log=print) -> list[dict]:
+                 log=print) -> ProtocolRun:
     """Runs 0..runs-1 of ``n_folds``-fold CV on the benchmark ``name``; one row {data, method, run, accuracy
     (%), seconds, protocol, chosen} per (method, run) appended to ``results`` (JSON lines); rows already there
     are reused."""
@@ -188,14 +201,15 @@ def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", 
                 scores, chosen = kueck_selected_scores(data, folds, inner_sweeps=inner_sweeps,
                                                        outer_sweeps=outer_sweeps, basis=basis)
                 threshold = 0.5
-            row = {"data": name, "method": method, "run": r, "accuracy": 100 * float(np.mean((scores > threshold) == y)),
+            accuracy = 100 * float(np.mean((scores > threshold) == y))
+            row = {"data": name, "method": method, "run": r, "accuracy": accuracy,
                    "seconds": time.perf_counter() - t0, "n_folds": n_folds, "chosen": chosen,
                    "sweeps": [inner_sweeps, outer_sweeps] if chosen else None}
             with path.open("a") as f:
                 f.write(json.dumps(row) + "\n")
             rows.append(row)
             log(f"{name} run {r} {method}: {row['accuracy']:.1f} % ({row['seconds']:.0f} s)")
-    return rows
+    return ProtocolRun(rows)
 
 
 def summarize_protocol(rows: list[dict]) -> list[dict]:
