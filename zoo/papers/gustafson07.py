@@ -292,16 +292,32 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
                predictor=predict_labels, data=data)
 
 
+def _site_dims(variant: str) -> dict:
+    """Every method's dims (the program's plates ``region`` and ``concept``); M is (feature,) in FS (one mask shared
+    by the concepts) and (keyword, feature) in CVFS (the garbage concept's row, all zeros, left out)."""
+    dims = {"Y": ("region",), "label_proba": ("region", "concept"), "X": ("region", "feature"),
+            "mu": ("concept", "feature"), "Sigma": ("concept", "feature", "feature_bis"), "alpha": ("feature",),
+            "delta": ("feature",), "Omega": ("feature", "feature_bis"), "accept_M": ("keyword",)}
+    dims["M"] = ("keyword", "feature") if variant == "cvfs" else ("feature",)
+    return dims
+
+
+def _coords(spec, data) -> dict:
+    """The data's labels: concepts (garbage first) and keywords are the vocabulary's words."""
+    vocab = [str(w) for w in data.vocabulary]
+    return {"concept": [GARBAGE] + vocab, "keyword": vocab}
+
+
 def _to_idata(draws, variant, data, arrays, rb):
     vocab = list(data.vocabulary)
     p = arrays.X.shape[1]
     posterior = {"Y": draws["Y"], "n_relevant": draws["n_relevant"].sum(-1) if variant == "cvfs"
                  else draws["n_relevant"][..., 0]}
-    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "unit_loglik": ["region"]}
+    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "X": ["region", "feature"]}
     if variant == "cvfs":
         posterior.update(M=draws["M"][:, :, 1:].astype(np.int8), alpha=draws["alpha"], delta=draws["delta"],
                          Omega=draws["Omega"])
-        dims.update(M=["keyword", "feature"], alpha=["feature"], delta=["feature"], Omega=["feature", "feature_"])
+        dims.update(M=["keyword", "feature"], alpha=["feature"], delta=["feature"], Omega=["feature", "feature_bis"])
     elif variant == "fs":
         posterior["M"] = draws["M"][:, :, 0].astype(np.int8)
         dims["M"] = ["feature"]
@@ -320,7 +336,7 @@ def _to_idata(draws, variant, data, arrays, rb):
         stats["accept_Omega"] = draws["accept_Omega"]
         dims["accept_M"] = ["keyword"]
     coords = {"region": np.arange(arrays.X.shape[0]), "concept": [GARBAGE] + vocab, "keyword": vocab,
-              "feature": [f"x{j}" for j in range(p)], "feature_": [f"x{j}" for j in range(p)]}
+              "feature": [f"x{j}" for j in range(p)], "feature_bis": [f"x{j}" for j in range(p)]}
     return to_inference_data(posterior, sample_stats=stats or None, log_likelihood={"X": draws["unit_loglik"]},
                              observed_data={"X": data.X}, dims=dims, coords=coords,
                              attrs={"method": "collapsed_gibbs", "variant": variant})
@@ -423,7 +439,8 @@ for _variant in ("full", "fs", "cvfs"):
     register_model(f"gustafson07.{_variant}", paper=PAPER, title=_TITLES[_variant], build=partial(_build, _variant),
                    data_kind="AnnotatedRegions", default_method="collapsed_gibbs",
                    headline={"full": ("n_relevant",), "fs": ("M", "n_relevant"),
-                             "cvfs": ("M", "alpha", "n_relevant")}[_variant])
+                             "cvfs": ("M", "alpha", "n_relevant")}[_variant],
+                   unit_sites=("Y", "label_proba"), site_dims=_site_dims(_variant), coords=_coords)
 register_method(("gustafson07.full", "gustafson07.fs", "gustafson07.cvfs"), "collapsed_gibbs",
                 description="collapsed MCMC of the Appendix (M flips, labels via eq. 1, alpha, (delta, Omega))",
                 kernel=mcmc_kernel)(_collapsed_gibbs)
