@@ -72,10 +72,17 @@ def site_dims(program: Callable, program_kwargs: Mapping[str, Any], seed: int = 
 
 class _Unobserved(numpyro.primitives.Messenger):
     """The program with its observed sites sampled instead (their ``obs`` ignored): what ``Predictive`` needs to
-    simulate observations from a program that is called with its data."""
+    simulate observations from a program that is called with its data. A simulation takes the observation's shape
+    (a site outside any plate whose shape came from its ``obs`` alone is drawn that many times)."""
 
     def process_message(self, msg):
         if msg["type"] == "sample" and msg.get("is_observed"):
+            obs_shape, fn_shape = tuple(jnp.shape(msg["value"])), tuple(msg["fn"].shape())
+            extra = len(obs_shape) - len(fn_shape)
+            if extra > 0 and obs_shape[extra:] == fn_shape:
+                msg["kwargs"]["sample_shape"] = obs_shape[:extra]
+            elif fn_shape != obs_shape and len(obs_shape) == len(fn_shape):
+                msg["fn"] = msg["fn"].expand(obs_shape[:len(obs_shape) - msg["fn"].event_dim])
             msg["value"], msg["is_observed"] = None, False
 
 

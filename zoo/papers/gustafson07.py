@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -420,8 +420,9 @@ _KERNEL_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joint_
 
 def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
     """``zoo.kernel``'s builder: a ``ProgramKernel`` of ``build_gibbs_kernel`` on AnnotatedRegions ``data``
-    (features standardized as ``zoo.fit`` does), drawing Y (n,), M (K+1, p), n_relevant (K+1,), label_proba
-    (n, K+1), unit_loglik (n,), acceptances, and for CVFS alpha (p,), delta (p,), Omega (p, p)."""
+    (features standardized as ``zoo.fit`` does), drawing Y (n,), M and n_relevant with ``zoo.fit``'s shapes (FS: M
+    (p,); CVFS: M (K, p); ``FitShapes``), label_proba (n, K+1), unit_loglik (n,), acceptances, and for CVFS alpha
+    (p,), delta (p,), Omega (p, p)."""
     check_known(options, _KERNEL_OPTIONS, f"the {method!r} kernel")
     opts = dict(options)
     update = opts.pop("delta_omega_update", "exact")
@@ -432,7 +433,24 @@ def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
     problem = region_problem(spec, arrays, exact_delta_omega=update == "exact", **opts)
     # the program with the spec's priors, so that az.from_numpyro's prior and the kernel's target agree
     program = partial(spec.program, **program_kwargs(spec, arrays))
-    return ProgramKernel(build_gibbs_kernel, variant, problem, Collect(variant, collect_names(variant)), program)
+    return ProgramKernel(build_gibbs_kernel, variant, problem,
+                         FitShapes(Collect(variant, collect_names(variant)), variant), program)
+
+
+class FitShapes(NamedTuple):
+    """``observe`` of ``zoo.kernel``: the sweep's draws (``Collect``) with the shapes ``zoo.fit`` stores and the
+    program declares: M (p,) in FS (the one mask), (K, p) in CVFS (the garbage row, all zeros, left out), int8;
+    n_relevant a count (its sum over concepts in CVFS). Hashable, so equal settings reuse the compiled step."""
+    collect: Any
+    variant: str
+
+    def __call__(self, state, info) -> dict:
+        out = dict(self.collect(state, info))
+        if "M" in out:
+            out["M"] = (out["M"][1:] if self.variant == "cvfs" else out["M"][0]).astype(jnp.int8)
+        if "n_relevant" in out:
+            out["n_relevant"] = out["n_relevant"].sum(-1) if self.variant == "cvfs" else out["n_relevant"][0]
+        return out
 
 
 for _variant in ("full", "fs", "cvfs"):
