@@ -280,11 +280,22 @@ def optimize_chunked(run_chunk: Callable, state, *, max_iter: int, tol: float, c
 
 class KernelMCMCState(NamedTuple):
     """``numpyro.infer.MCMC``'s state for a zoo kernel: the kernel's state, the next step's key, the last step's
-    info and ``observe``'s draw (the ``sample_field``); ``extra_fields=("info.<name>", ...)`` collects infos."""
+    info and ``observe``'s draw (the ``sample_field``); ``extra_fields=("<name>", ...)`` collects infos by their
+    plain names, as NumPyro's own kernels' fields are named (``"info.<name>"`` works too)."""
     state: Any
     key: jax.Array
     info: Any
     draw: Any
+
+    def __getattr__(self, name):
+        # reached only for a name that is not a field: MCMC's extra_fields look the info's fields up by name
+        if name.startswith("_"):
+            raise AttributeError(name)
+        info = tuple.__getitem__(self, 2)
+        if info is not None and hasattr(info, name):
+            return getattr(info, name)
+        raise AttributeError(f"{type(self).__name__} has no field {name!r} (the step's info fields: "
+                             f"{', '.join(getattr(info, '_fields', ()))})")
 
 
 class KernelMCMC(MCMCKernel):

@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 import zoo
+from zoo.core.idata import draws_of
 from zoo.experiments.paper_claims import gustafson07_claims
 from zoo.data import AnnotatedRegions
 from zoo.data.gustafson07 import regions_from_program, sec6_synthetic
@@ -135,7 +136,7 @@ def run_sec7(train: AnnotatedRegions, valid: AnnotatedRegions, num_warmup: int, 
         out.rates[variant] = (100 * region_label_correct(pred_train.labels(), train.region_labels).mean(),
                               100 * region_label_correct(pred_valid.labels(), valid.region_labels).mean())
         out.relevance[variant] = pred_train.feature_relevance
-        Y = fit.idata.posterior["Y"].values
+        Y = draws_of(fit.idata, "Y").values
         out.switch_Y[variant] = switch_rates(Y, thin=4, probabilities=pred_train.label_proba)
         if variant != "full":
             out.switch_M[variant] = switch_rates(fit.idata.posterior["M"].values, thin=4)

@@ -57,6 +57,10 @@ __all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwa
 median_distance = _prepare_module.median_distance
 
 VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
+#: every method's dims (the program's plates ``basis``, ``instance`` and ``group``; the log likelihood ``groups``
+#: is per group)
+_SITE_DIMS = {"gamma": ("basis",), "beta": ("basis",), "z": ("instance",), "f": ("instance",),
+              "group_label": ("group",), "fraction": ("group",), "groups": ("group",)}
 _PAPER = "Kueck 2004"
 
 
@@ -256,8 +260,7 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     observed = {"group_label": prep.group_label}
     if prep.fraction is not None:
         observed["fraction"] = prep.fraction
-    dims = {"gamma": ["basis"], "beta": ["basis"], "z": ["instance"], "group_label": ["group"],
-            "fraction": ["group"], "groups": ["group"]}
+    dims = dict(_SITE_DIMS)
     # log p(observations of group g | f) per draw, from the Z sampler's forward pass (az.loo over groups)
     idata = to_inference_data(samples, sample_stats=stats, log_likelihood={"groups": loglik},
                               observed_data=observed, dims=dims,
@@ -325,7 +328,7 @@ def _register() -> None:
     for variant in VARIANTS:
         register_model(f"kueck04.{variant}", paper=_PAPER, title=titles[variant], build=_build(variant),
                        data_kind="Bags", default_method="blocked_gibbs", prior_sites=("tau", "delta2"),
-                       headline=("delta2", "n_active"),
+                       headline=("delta2", "n_active"), unit_sites=("z",), site_dims=_SITE_DIMS,
                        prior_families={"tau": families(dist.Beta, why="tau is integrated out of the kernel "
                                                                        "selection"),
                                        "delta2": any_family(dist.constraints.positive, dist.InverseGamma,
