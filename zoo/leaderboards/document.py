@@ -294,10 +294,11 @@ def render_markdown(results: dict, published_corel, published_mil=()) -> str:
     if results["pixel"]:
         out += ["## MSRC-v2 pixel accuracy (free labelling, void excluded)", "",
                 "Each test region gets its best word over the whole vocabulary (no caption at test time); every "
-                "labelled pixel of the region is scored with it, void pixels excluded; mean ± sd over the same 5 "
-                "seeded splits. Weakly supervised segmentation work reports these two numbers on MSRC with its own "
-                "train/test split and 21 classes (horse and mountain dropped); here all 23 classes, so the numbers "
-                "are not set beside published ones.", "", *_pixel_table(results["pixel"])]
+                "labelled pixel of the region is scored with it, void pixels excluded; mean ± sd over the first "
+                "seeded splits of the protocol (all 5, or the number in brackets where the run was cut short). "
+                "Weakly supervised segmentation work reports these two numbers on MSRC with its own train/test "
+                "split and 21 classes (horse and mountain dropped); here all 23 classes, so the numbers are not "
+                "set beside published ones.", "", *_pixel_table(results["pixel"])]
     elif msrc:
         out += ["## MSRC-v2 pixel accuracy", "", "Not measured yet: `zoo.metrics.pixel_accuracy` computes it "
                 "(global and class average, void excluded) once the region maps of the test images are scored; the "
