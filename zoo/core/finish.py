@@ -9,8 +9,8 @@ for a user's program) and hands the ``Fit`` here. ``finish`` then, in order:
 3. relabels the draws of exchangeable components (``add_relabelled``: ``<site>_relabelled`` beside the raw
    draws; a user's program declares no exchangeable sites, so nothing is relabelled there);
 4. stores the provenance (``zoo.core.provenance``) in the attributes of every InferenceData group;
-5. judges convergence (``zoo.core.convergence``) and, after an MCMC run whose headline sites fail the checks,
-   issues one ConvergenceWarning at the user's call.
+5. judges convergence (``zoo.core.convergence``: MCMC draws, variational draws and point estimates alike) and,
+   when a headline site fails its checks, issues one ConvergenceWarning at the user's call.
 """
 from __future__ import annotations
 
@@ -41,12 +41,11 @@ def finish(fit, spec, data, options: Mapping[str, Any], *, kind: str | None, exc
     attrs["zoo_inference"] = fit.inference
     for group in fit.idata.groups():
         getattr(fit.idata, group).attrs.update(attrs)
-    if fit.inference == "mcmc":
-        table = fit.diagnose()
-        message = convergence.advice(table)
-        if message:
-            warnings.warn(convergence.ConvergenceWarning(message, convergence.failing_sites(table)),
-                          stacklevel=stacklevel)
+    table = fit.diagnose()
+    message = convergence.advice(table)
+    if message:
+        warnings.warn(convergence.ConvergenceWarning(message, convergence.failing_sites(table)),
+                      stacklevel=stacklevel)
     return fit
 
 
