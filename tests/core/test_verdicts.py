@@ -210,13 +210,14 @@ def test_label_switching_advice_only_for_exchangeable_sites():
 
 @pytest.mark.slow
 def test_no_false_alarm_on_the_references_problems():
-    """The references' problems (zoo/diagnostics/references) with each one's default sampler: carbonetto03's mixture
-    on Sec. 2 by NUTS, gustafson07 FS on the Sec. 6 data, 4 chains each (shorter than the builds, which ran 10
-    chains for minutes to hours, but long enough to pass): no site fails."""
+    """The references' discrete problems (zoo/diagnostics/references) with their default sampler, 4 chains: gustafson07
+    FS on the Sec. 6 data (its M is certain there: every flip refused, chains agree) and on the enumerated tiny
+    problem, where M and the labels move: no site fails. (carbonetto03's mixture by NUTS needs the build's length:
+    at 4 x 500 its relabelled lambda has r-hat 1.022 and bulk ESS 245, a true verdict, not a false alarm.)"""
     from zoo.diagnostics.reference_problems import problem
     for model_id, dataset, options in (("gustafson07.fs", "sec6_small", dict(num_warmup=300, num_samples=1000)),
-                                       ("carbonetto03.shrinkage_mixture", "sec2",
-                                        dict(method="nuts", num_warmup=300, num_samples=500))):
+                                       ("gustafson07.fs", "bench_tiny", dict(num_warmup=300, num_samples=2000))):
         data = problem(model_id, dataset).data()
         fit, caught = _fit_quietly(zoo.model(model_id), data, num_chains=4, seed=0, **options)
-        assert not caught, (model_id, [str(w) for w in caught])
+        assert not caught, (model_id, dataset, [str(w) for w in caught])
+        assert set(fit.diagnose()["status"]) <= {"ok", "certain"}

@@ -39,6 +39,8 @@ def finish(fit, spec, data, options: Mapping[str, Any], *, kind: str | None, exc
                              priors=spec.priors, seed=seed, data=data, wall_seconds=time.perf_counter() - start,
                              compile_seconds=compile_seconds)
     attrs["zoo_inference"] = fit.inference
+    # the exchangeable sites, for the verdict's advice (label switching) and the comparison of restarts as sets
+    attrs["zoo_exchangeable"] = " ".join(site for site in exchangeable if site != "within")
     for group in fit.idata.groups():
         getattr(fit.idata, group).attrs.update(attrs)
     table = fit.diagnose()

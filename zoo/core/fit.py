@@ -66,12 +66,9 @@ class Fit:
                                     exchangeable=self._exchangeable())
 
     def _exchangeable(self) -> list[str]:
-        """The sites the model declares exchangeable (none for a user's program)."""
-        if self.spec is None or not getattr(self.spec, "id", None):
-            return []
-        from zoo.core.registry import models_registered
-        entry = models_registered().get(self.spec.id)
-        return [site for site in (entry.exchangeable if entry else {}) if site != "within"]
+        """The sites the model declares exchangeable, as ``zoo.core.finish`` recorded them (none for a user's
+        program, or for a fit saved before they were recorded)."""
+        return str(self.idata.posterior.attrs.get("zoo_exchangeable", "")).split()
 
     @property
     def is_point_estimate(self) -> bool:
