@@ -182,6 +182,14 @@ def test_a_certain_posterior_is_certain_with_the_samplers_evidence():
     assert one.loc["M", "status"] == "fail" and "one chain" in one.loc["M", "verdict"]
 
 
+def test_a_site_the_model_fixes_is_certain_with_its_reason():
+    idata = to_inference_data({"n_relevant": np.full((4, 100), 5)})
+    idata.posterior["n_relevant"].attrs["fixed"] = "FULL uses every feature"
+    table = diagnose(idata, ["n_relevant"])
+    assert table.loc["n_relevant", "status"] == "certain" and "FULL uses every feature" in table.loc[
+        "n_relevant", "verdict"]
+
+
 def test_acceptance_per_site_from_the_samplers_record_and_attributes():
     rng = np.random.default_rng(3)
     idata = to_inference_data({"M": _binary_chains([0.2] * 4)[..., None], "x": rng.normal(size=(4, 400)),

@@ -15,7 +15,8 @@ first judged by what is meaningful for them, because an r-hat of chains that nev
   records the acceptance of the site's moves and two or more chains refused every proposal and agree, it is
   "certain" (given the rest of the state: a mode that every chain found and none can leave reads the same, and the
   verdict says so); without evidence, or with one chain, "never moved: certain or stuck" fails. Elements of a site
-  that never move while the site's other elements do are counted as certain (the sampler moves the site).
+  that never move while the site's other elements do are counted as certain (the sampler moves the site). A site
+  whose posterior attribute ``fixed`` says why the model fixes it is "certain" with that reason.
 
 Acceptance and switch rates are shown per site: the acceptance of the moves the sampler records for the site
 (sample stats ``accept_<site>``, ``<site>_acceptance``, or any stat whose attribute ``sites`` names it), else the
@@ -419,6 +420,9 @@ def _mcmc_row(idata, site: str, stats, n_divergent, run_acceptance, exchangeable
         row["constant"] = int(found.never_moved.sum())
         problems = list(found.problems)
         judged = found.moving
+        fixed = post[name].attrs.get("fixed")
+        if found.never_moved.all() and fixed:     # the model fixes it (e.g. every feature relevant): nothing to judge
+            return row | {"status": "certain", "verdict": f"certain: fixed by the model ({fixed})", "advice": ""}
         if found.never_moved.all():
             status, verdict = _never_moved_verdict(site, floats, stats, chains, draws)
             return row | {"status": status, "verdict": verdict,

@@ -365,6 +365,8 @@ def _to_idata(draws, variant, data, arrays, rb):
     idata = to_inference_data(posterior, sample_stats=stats or None, log_likelihood={"X": draws["unit_loglik"]},
                               observed_data={"X": data.X}, dims=dims, coords=coords,
                               attrs={"method": "collapsed_gibbs", "variant": variant})
+    if variant == "full":   # FULL selects no features: n_relevant is p in every draw by construction
+        idata.posterior["n_relevant"].attrs["fixed"] = "FULL uses every feature: n_relevant = p"
     # which sites each acceptance rate is evidence about (zoo.core.convergence: a site that never moved is judged
     # by the acceptance of the moves that could have moved it)
     for name in ("accept_M", "accept_joint"):
