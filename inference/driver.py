@@ -18,7 +18,8 @@ holds the static settings and, like ``build_kernel``, must be hashable (a NamedT
 every ``thinning``, sums ``accumulate(state, info)`` over every sampling sweep (Rao-Blackwell averages: the sums
 live in the driver's carry, not in the kernel's state) and reports progress to a callback between chunks.
 ``sample_until`` samples in the same compiled chunks until the caller's ``converged(draws)`` says yes or a time
-budget is spent (``num_samples="auto"`` of the zoo's samplers). ``optimize_chunked`` runs deterministic steps (coordinate ascent) in the same chunks until a tolerance.
+budget is spent (``num_samples="auto"`` of the zoo's samplers). ``optimize_chunked`` runs deterministic steps
+(coordinate ascent) in the same chunks until a tolerance.
 ``KernelMCMC`` runs any such kernel under ``numpyro.infer.MCMC``.
 
 Nothing here imports the zoo's user layer: progress bars, options and defaults belong to the caller.
@@ -36,7 +37,8 @@ from numpyro.util import is_prng_key
 
 __all__ = ["FAST_COMPILE_OPTIONS", "CHAIN_METHODS", "Kernel", "ProgramKernel", "ChainCarry", "SampleResult", "next_key",
            "no_running_sums", "init_chains", "chain_mesh", "chain_devices", "CHAIN_AXIS", "run_chunk",
-           "sample_chunked", "sample_until", "AutoResult", "optimize_chunked", "over_chains", "KernelMCMC", "KernelMCMCState"]
+           "sample_chunked", "sample_until", "AutoResult", "optimize_chunked", "over_chains", "KernelMCMC",
+           "KernelMCMCState"]
 
 #: ``jax.jit(..., compiler_options=FAST_COMPILE_OPTIONS)``: XLA without its backend optimization compiles a
 #: sampler sweep in about half the time and runs it 1.5-5x slower. The samplers' callers pick it for short runs
@@ -270,7 +272,8 @@ class AutoResult(NamedTuple):
 def sample_until(build_kernel: Callable, config, problem, keys: jax.Array, *, num_warmup: int,
                  converged: Callable[[Any], bool], time_budget: float, max_sampling_sweeps: int,
                  check_every: int, observe: Callable, accumulate: Callable = no_running_sums, thinning: int = 1,
-                 keep_index: Optional[int] = None, chunk: int = 100, chain_method: str = "sequential", compiler_options: Optional[dict] = None,
+                 keep_index: Optional[int] = None, chunk: int = 100, chain_method: str = "sequential",
+                 compiler_options: Optional[dict] = None,
                  progress: Optional[Callable[[int], None]] = None, clock: Callable[[], float] = None) -> AutoResult:
     """Run until converged: ``num_warmup`` warm-up sweeps, then sampling in compiled chunks (``sample_chunked``'s,
     compiled once) of ``check_every`` sweeps (rounded up to whole thinning groups) at a time; after each,

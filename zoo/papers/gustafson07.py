@@ -242,9 +242,9 @@ def _headline_draws(draws: dict, variant: str) -> dict:
     return out
 
 
-
 def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup: int = 200,
-                     num_samples: int | str | None = None, thinning: int = 1, keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
+                     num_samples: int | str | None = None, thinning: int = 1,
+                     keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
                      flip_scan: str = "systematic", flips_per_sweep: int | None = None, joint_moves: int | None = None,
                      omega_steps: int | None = None, omega_dof: float | None = None, progress_bar: bool = True,
                      chain_method: str = "sequential", target_ess: float | None = None,

@@ -190,8 +190,8 @@ def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, 
     without XLA's backend optimization. ``auto`` (``num_samples="auto"``): an ``AutoSettings``; sampling then runs
     (``driver.sample_until``) until the headline sites pass or the time budget is spent. Returns (samples, stats,
     last_state, auto report or None), arrays (chain, draw, ...)."""
-    total = num_warmup + (auto.max_draws if auto else num_samples) * thinning
-    if fast_compile is None:
+    total = num_warmup + (auto.check_every if auto else num_samples) * thinning   # "auto": the bar's first leg
+    if fast_compile is None:   # "auto" runs until converged: long enough for the optimized compilation
         fast_compile = auto is None and num_chains * total * problem_sizes(problem)[0] < FAST_COMPILE_BELOW
     keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
     settings = dict(observe=mil_draw, thinning=thinning, chunk=CHUNK, chain_method=chain_method,
@@ -229,9 +229,9 @@ def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, 
 
 
 def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar, chain_method,
-               store_z, z_sampler, method_name, unknown, driver="chunked", rescale=True, target_ess=None,
-               time_budget=None,
-               fast_compile=None, beta_move="gibbs", laplace_tries=2, scale_tries=None, swap_tries=None) -> Fit:
+               store_z, z_sampler, method_name, unknown, driver="chunked", rescale=True, fast_compile=None,
+               beta_move="gibbs", laplace_tries=2, scale_tries=None, swap_tries=None, target_ess=None,
+               time_budget=None) -> Fit:
     if unknown:
         raise ValueError(f"{method_name}: unknown option(s) {', '.join(sorted(unknown))}")
     if driver not in ("chunked", "numpyro"):
