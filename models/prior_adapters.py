@@ -19,7 +19,7 @@ __all__ = ["dirichlet_concentration", "family_error", "concrete"]
 def family_error(site: str, wanted: str, prior: Any, needed_by: str) -> ValueError:
     """The ValueError for a prior of the wrong family at ``site``."""
     return ValueError(f"priors[{site!r}]: {needed_by} needs a prior of family {wanted}; got "
-                      f"{type(prior).__name__}. Use a generic method (see zoo.methods) or keep the family.")
+                      f"{type(prior).__name__}")
 
 
 def concrete(site: str, value: Any) -> np.ndarray:

@@ -105,30 +105,94 @@ def _output_path(args, default: str | None = None, suffix: str | None = None) ->
     return out
 
 
-def _load_data(name: str):
-    path = pathlib.Path(name)
-    if path.suffix in (".npy", ".csv"):
-        from zoo.data.files import read_csv_matrix, read_npy
-        try:
-            return read_npy(path) if path.suffix == ".npy" else read_csv_matrix(path)
-        except ValueError as err:
-            raise ValueError(f"--data: {err}") from None
+def _columns(args) -> dict[str, str]:
+    return _key_values(getattr(args, "column", []) or [], "--column")
+
+
+def _load_data(args, kind: str | None):
+    """``--data``: a data set name, a data file (``zoo.load_dataset(path)``: a file of ``zoo regions`` or
+    ``save_container`` -> its container; .npy; .csv, with a header row made into ``kind`` with ``--column``) or a
+    folder of captioned photos (its captions: ``--captions``, else FOLDER/captions.txt)."""
     import zoo
+    from zoo.data.tables import Table, to_container
+    name = args.data
+    columns = _columns(args)
     try:
-        return zoo.load_dataset(name)
+        if pathlib.Path(name).is_dir():
+            from zoo.data.photos import default_captions, photos_to_regions
+            if kind not in (None, "AnnotatedRegions"):
+                raise ValueError(f"{name!r} is a folder of photos, which makes AnnotatedRegions, but this model "
+                                 f"takes {kind}")
+            captions = getattr(args, "captions", None) or default_captions(name)
+            data = photos_to_regions(name, captions)
+        else:
+            data = zoo.load_dataset(name)
+        if isinstance(data, Table):
+            data = to_container(data, kind or "ndarray", columns)
+        elif columns:
+            raise ValueError("--column: only a table (a .csv file with a header row) has columns to name")
     except FileNotFoundError as err:
         raise ValueError(f"--data: {err}") from None
+    except ValueError as err:
+        text = str(err)
+        raise ValueError(text if text.startswith("--") else f"--data: {text}") from None
+    return data
+
+
+_SAMPLER_FLAGS = ("num_samples", "num_warmup", "num_chains", "thinning")
+
+
+def _split_options(model_id: str, method: str | None, options: dict) -> tuple[dict, dict, str]:
+    """``--option`` pairs split into the model's build options and the method's options (an option of both goes to
+    the model); a name of neither is a ValueError listing both."""
+    from zoo.catalog import ensure_loaded
+    from zoo.core import registry
+    ensure_loaded()
+    entry = registry.get_model(model_id)
+    method = method or entry.default_method
+    if method not in entry.methods:
+        raise ValueError(f"--method: {method!r} is not a method of {model_id!r}; methods: {', '.join(entry.methods)}")
+    model_names = set(registry.option_names(entry.build))
+    method_names = set(entry.methods[method].options)
+    model_opts, fit_opts = {}, {}
+    for key, value in options.items():
+        if key in model_names:
+            model_opts[key] = value
+        elif key in method_names:
+            fit_opts[key] = value
+        else:
+            raise ValueError(f"--option: {key!r} is neither an option of model {model_id!r} ("
+                             f"{', '.join(sorted(model_names)) or 'none'}) nor of its method {method!r} ("
+                             f"{', '.join(sorted(method_names)) or 'none'})")
+    return model_opts, fit_opts, method
 
 
 def _cmd_fit(args) -> int:
     import zoo
+    from zoo.core import registry
     options = {k: _parse_value(v) for k, v in _key_values(args.option, "--option").items()}
+    model_opts, fit_opts, method = _split_options(args.model, args.method, options)
+    flags = {"num_samples": args.num_samples, "num_warmup": args.num_warmup, "num_chains": args.chains,
+             "thinning": args.thinning}
+    for key, value in flags.items():
+        if value is None:
+            continue
+        flag = "--chains" if key == "num_chains" else f"--{key.replace('_', '-')}"
+        if key in fit_opts:
+            raise ValueError(f"{flag}: also given as --option {key}=...; give it once")
+        if key not in registry.get_model(args.model).methods[method].options:
+            raise ValueError(f"{flag}: method {method!r} of {args.model!r} has no option {key}")
+        fit_opts[key] = value
     priors = _key_values(args.prior, "--prior") or None
+    if args.priors:
+        if priors:
+            raise ValueError("--priors: give priors either as a TOML file (--priors) or one by one (--prior), "
+                             "not both")
+        priors = args.priors
     out = _output_path(args, default=f"{args.model.replace('.', '_')}_{args.method or 'default'}.nc")
-    spec = zoo.model(args.model, priors=priors, **options)
-    data = _load_data(args.data)
-    fit_options = {} if args.chains is None else {"num_chains": args.chains}
-    fit = zoo.fit(spec, data, method=args.method, seed=args.seed, **fit_options)
+    spec = zoo.model(args.model, priors=priors, **model_opts)
+    data = _load_data(args, registry.get_model(args.model).data_kind)
+    fit = zoo.fit(spec, data, method=args.method, seed=args.seed, **fit_opts)
     print(fit)
     if fit.is_point_estimate:
         print("restarts (point estimates, best first):")
@@ -140,16 +204,26 @@ def _cmd_fit(args) -> int:
     return 0
 
 
-def _cmd_predict(args) -> int:
-    import dataclasses
+def _sampler_count(text: str):
+    """--num-samples: a positive integer, or a word the method reads itself (e.g. "auto"), passed through."""
+    try:
+        return int(text)
+    except ValueError:
+        if text.isidentifier():
+            return text
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
 
+
+def _cmd_predict(args) -> int:
     import numpy as np
 
     import zoo
+    from zoo.core import registry
     out = _output_path(args, default=f"{pathlib.Path(args.fit).stem}_predictions.npz", suffix=".npz")
     fit = zoo.load_fit(args.fit)
-    prediction = fit.predict(_load_data(args.data))
-    arrays = {f.name: np.asarray(getattr(prediction, f.name)) for f in dataclasses.fields(prediction)}
+    kind = registry.get_model(fit.spec.id).data_kind if fit.spec is not None and fit.spec.id else None
+    prediction = fit.predict(_load_data(args, kind))
+    arrays = {name: np.asarray(value) for name, value in _prediction_arrays(prediction).items()}
     for name, arr in arrays.items():
         print(f"  {name:<24} {arr.dtype} {arr.shape}")
     tmp = out.with_name(f".{out.stem}.partial.npz")
@@ -159,10 +233,18 @@ def _cmd_predict(args) -> int:
     return 0
 
 
+def _prediction_arrays(prediction) -> dict:
+    """The named arrays of a prediction (``arrays()`` of the common interface, else its dataclass fields)."""
+    import dataclasses
+    if hasattr(prediction, "arrays"):
+        return dict(prediction.arrays())
+    return {f.name: getattr(prediction, f.name) for f in dataclasses.fields(prediction)}
+
+
 # ------------------------------------------------------------------------------------------- reproduce, bench
 def _cmd_reproduce(args) -> int:
     from zoo.reproduce import reproduce_papers
-    return reproduce_papers(args.paper, pathlib.Path(args.out), args.fast)
+    return reproduce_papers(args.paper, pathlib.Path(args.out), args.fast, command=["zoo", *sys.argv[1:]])
 
 
 def _cmd_bench(args) -> int:
@@ -205,6 +287,21 @@ def _cmd_regions(args) -> int:
 
 
 # --------------------------------------------------------------------------------------------------- parser
+def _data_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", required=True,
+                   help="a data set name (see `zoo list --datasets`); a file: .npz written by `zoo regions` or "
+                        "zoo.data.save_container, .npy, or .csv (a numeric matrix, or with a header row a table: "
+                        "see --column); or a folder of captioned photos (see --captions)")
+    p.add_argument("--column", action="append", default=[], metavar="ROLE=NAME",
+                   help="for a .csv table: which column plays which role, repeatable, e.g. --column bag=molecule "
+                        "--column label=active (Bags: bag, label, group, fraction, instance_label, features; "
+                        "regions: image, keywords, region_label, features; counts: words, visual_words, image; "
+                        "Matrix: columns; lists comma-separated, a prefix ending in '*')")
+    p.add_argument("--captions", default=None,
+                   help="with --data FOLDER of photos: its captions file (default: FOLDER/captions.txt)")
+
+
+
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Shows every default and keeps the descriptions' line breaks."""
 
@@ -235,17 +332,25 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit MODEL to a data set or an array file; prints the fit and the ArviZ summary "
                                    "of its headline sites and writes the InferenceData as netCDF.")
     p.add_argument("model", help="model id, e.g. carbonetto03.shrinkage_mixture (see `zoo list`)")
-    p.add_argument("--data", required=True,
-                   help="a data set name (see `zoo list --datasets`) or a .npy / .csv file of a feature matrix")
+    _data_arguments(p)
     p.add_argument("--method", default=None,
                    help="inference method (see `zoo list`); default: the model's default method")
     p.add_argument("--chains", type=int, default=None,
                    help="number of chains (restarts for EM and VI); default: the method's own default")
+    p.add_argument("--num-samples", type=_sampler_count, default=None,
+                   help="draws per chain kept after warm-up (MCMC methods); default: the method's own")
+    p.add_argument("--num-warmup", type=int, default=None,
+                   help="warm-up sweeps per chain (MCMC methods); default: the method's own")
+    p.add_argument("--thinning", type=int, default=None,
+                   help="keep one sweep in N (MCMC methods that thin); default: the method's own")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a model option, repeatable, e.g. --option n_components=3")
+                   help="an option of the model or of its method, repeatable, e.g. --option n_components=3 "
+                        "--option max_iter=200 (an unknown name lists the model's and the method's options)")
     p.add_argument("--prior", action="append", default=[], metavar="SITE=DIST",
                    help='a prior, repeatable, e.g. --prior tau2="InverseGamma(1.0, 1.0)"')
+    p.add_argument("--priors", default=None, metavar="FILE.toml",
+                   help='a TOML file of priors, lines site = "Dist(...)"')
     p.add_argument("--out", default=None, help="output file (netCDF: the InferenceData plus what predictions "
                                                 "need); default: MODEL_METHOD.nc in this folder")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
@@ -256,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Load a fit written by `zoo fit --out` (or fit.save) and predict for new data; "
                                    "writes the prediction's arrays to an .npz file.")
     p.add_argument("fit", help="a fit file written by `zoo fit` or fit.save")
-    p.add_argument("--data", required=True, help="a data set name (see `zoo list --datasets`) or a .npy / .csv file")
+    _data_arguments(p)
     p.add_argument("--out", default=None, help="output .npz; default: FIT_predictions.npz in this folder")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(run=_cmd_predict)
@@ -264,10 +369,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", parents=[debug], formatter_class=_Formatter,
                        help="reproduce papers' experiments into a report",
                        description="Run a paper's experiments (or all) and write tables and figures, with "
-                                   "reports/index.md and a self-contained reports/index.html.")
+                                   "reports/index.md and a self-contained reports/index.html. The folder's index "
+                                   "keeps one entry per paper: a run adds or replaces the papers it ran and keeps "
+                                   "the others (index.json holds them).")
     p.add_argument("paper", help="an experiment module (carbonetto03, gustafson07, kueck04, regions, ross03, "
                                  "yakhnenko) or 'all'")
-    p.add_argument("--fast", action="store_true", help="small settings (minutes); real data are used when present")
+    p.add_argument("--fast", action="store_true",
+                   help="small settings (minutes). Real data, when present, on a subset: carbonetto03 Sec. 5.3 on "
+                        "100 + 50 MSRC-v2 images; gustafson07 Sec. 7 on 30 MSRC-v2 images; kueck04 Musk1 by "
+                        "5-fold CV without the inner kernel selection; yakhnenko Corel5k without the logistic "
+                        "regression baseline; ross03 skips its real-data experiments (full mode only); leaderboard "
+                        "2 splits of 120 MSRC-v2 images")
     p.add_argument("--out", default="reports", help="report folder")
     p.set_defaults(run=_cmd_reproduce)
 
@@ -305,7 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Seeded image splits of MSRC-v2 regions; within-caption and free region "
                                    "accuracy, P@5/R@5, log density, fit time (zoo.leaderboard). --fast: the "
                                    "methods that fit in seconds (no Gibbs samplers, no mi-SVM).")
-    p.add_argument("--data", default="msrc_v2", choices=("msrc_v2", "corel5k"), help="data set")
+    p.add_argument("--data", default="msrc_v2",
+                   help="msrc_v2, corel5k, or a file of AnnotatedRegions with region labels (written by `zoo regions` "
+                        "or zoo.data.save_container)")
     p.add_argument("--fast", action="store_true", help="only the methods that fit in seconds")
     p.add_argument("--splits", type=int, default=5, help="seeded image splits")
     p.add_argument("--segmentation", default="ncut", help="ncut | slic | felzenszwalb")
@@ -353,12 +467,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _warnings_as_lines(command: str):
+    """A context in which each warning prints once, as ``zoo COMMAND: warning: Category: message`` (no file and
+    line of the zoo's source, which would mean nothing to a user of the command)."""
+    import contextlib
+    import warnings
+
+    shown: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = f"{category.__name__}: {message}"
+        if text not in shown:
+            shown.add(text)
+            print(f"zoo {command}: warning: {text}", file=sys.stderr if file is None else file)
+
+    @contextlib.contextmanager
+    def context():
+        with warnings.catch_warnings():
+            warnings.showwarning = show
+            yield
+    return context()
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "bench":
         _single_thread_env()
     try:
-        return args.run(args)
+        with _warnings_as_lines(args.command):
+            return args.run(args)
     except (ValueError, FileNotFoundError) as err:  # the user's input: one line, exit 2
         if args.debug:
             raise

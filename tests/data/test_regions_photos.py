@@ -103,5 +103,31 @@ def test_command_line_writes_a_file_that_loads_back(folder, tmp_path, capsys):
                               "kueck04", "--segmentation", "slic", "--out", str(out)])
     assert args.run(args) == 0
     assert "3 images" in capsys.readouterr().out
-    regions, names = load_regions(out)
-    assert regions.X.shape[1] == 6 and names == ["a.png", "b", "sub/c.png"]
+    regions = load_regions(out)
+    assert regions.X.shape[1] == 6 and regions.image_names == ["a.png", "b", "sub/c.png"]
+
+
+def test_regions_file_fits_and_predicts_from_the_command_line(folder, tmp_path, capsys):
+    # issue 31: `zoo regions` then `zoo fit --data regions.npz` (was: unknown data set 'regions.npz'), `zoo predict`
+    from zoo.cli import main
+    regions_file = tmp_path / "regions.npz"
+    assert main(["regions", str(folder), "--captions", str(folder.parent / "captions.txt"), "--segmentation", "slic",
+                 "--out", str(regions_file)]) == 0
+    regions = zoo.load_dataset(str(regions_file))
+    assert regions.image_names == ["a.png", "b", "sub/c.png"]
+    fit_file = tmp_path / "fit.nc"
+    argv = ["fit", "carbonetto03.translation", "--data", str(regions_file), "--chains", "1", "--option",
+            "max_iter=20", "--out", str(fit_file)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert main(["predict", str(fit_file), "--data", str(regions_file), "--out", str(tmp_path / "p.npz")]) == 0
+    assert "word_proba" in capsys.readouterr().out
+    # a folder of photos: its captions file by --captions, else a clear error (was: internal TypeError)
+    code = main(["fit", "carbonetto03.translation", "--data", str(folder), "--out", str(tmp_path / "f2.nc")])
+    assert code == 2 and "captions" in capsys.readouterr().err
+    code = main(["fit", "carbonetto03.translation", "--data", str(folder), "--captions",
+                 str(folder.parent / "captions.txt"), "--chains", "1", "--option", "max_iter=20", "--out",
+                 str(tmp_path / "f2.nc")])
+    assert code == 0, capsys.readouterr().err
+    # a leaderboard needs true region labels, which photos lack: said so in one line
+    assert main(["leaderboard", "--data", str(regions_file), "--fast", "--out", str(tmp_path / "lb")]) == 2
+    assert "no region labels" in capsys.readouterr().err

@@ -7,6 +7,8 @@ keyword arguments with such values). Nothing is ever ``eval``-ed: ``"__import__(
 from __future__ import annotations
 
 import ast
+import dataclasses
+import inspect
 import math
 import os
 import pathlib
@@ -23,7 +25,8 @@ from zoo.models.prior_adapters import concrete, dirichlet_concentration, family_
 from zoo.models.shrinkage_mixture import ImproperInverseGamma
 
 __all__ = ["ALLOWED_DISTRIBUTIONS", "parse_prior", "load_priors_toml", "resolve_priors", "require_family",
-           "dirichlet_concentration", "inverse_gamma_parameters", "beta_parameters", "beta_mixture_parameters"]
+           "dirichlet_concentration", "inverse_gamma_parameters", "beta_parameters", "beta_mixture_parameters",
+           "PriorRule", "families", "any_family", "same_support", "prior_string", "same_prior"]
 
 #: The distributions a prior string may name (NumPyro classes of the same name).
 ALLOWED_DISTRIBUTIONS = {
@@ -82,10 +85,44 @@ def parse_prior(text: str) -> dist.Distribution:
         if kw.arg is None:
             raise ValueError(f"priors: {text!r}: '**' arguments are not allowed")
         kwargs[kw.arg] = jnp.asarray(_literal(kw.value, text))
+    _check_all_parameters_given(name, text, len(args), set(kwargs))
     try:
         return ALLOWED_DISTRIBUTIONS[name](*args, **kwargs, validate_args=True)
     except (TypeError, ValueError) as err:
         raise ValueError(f"priors: {text!r}: invalid arguments for {name}: {err}") from None
+
+
+#: Parameters a prior string may leave out (their absence means something other than a default value), and families
+#: given by one of several parameterizations.
+_OPTIONAL_PARAMETERS = {"TruncatedNormal": {"low", "high"}, "Delta": {"log_density"}}
+_ONE_OF_PARAMETERS = {"Bernoulli": ("probs", "logits")}
+
+
+def _parameter_names(name: str) -> list[str]:
+    """The parameters of a whitelisted family, in the order its constructor takes them positionally."""
+    cls = ALLOWED_DISTRIBUTIONS[name]
+    init = cls if name in _ONE_OF_PARAMETERS else cls.__init__
+    params = [p for p in inspect.signature(init).parameters.values()
+              if p.kind == p.POSITIONAL_OR_KEYWORD and p.name != "self"]
+    return [p.name for p in params]
+
+
+def _check_all_parameters_given(name: str, text: str, n_positional: int, keywords: set[str]) -> None:
+    """Every parameter of the family written out: ``"InverseGamma(1.0)"`` would silently take rate 1.0 (NumPyro's
+    default), which is rarely what was meant; a missing parameter is a ValueError naming it."""
+    names = _parameter_names(name)
+    given = set(names[:n_positional]) | keywords
+    if name in _ONE_OF_PARAMETERS:
+        choices = _ONE_OF_PARAMETERS[name]
+        if len(given & set(choices)) != 1:
+            raise ValueError(f"priors: {text!r}: give exactly one of {' or '.join(choices)}, e.g. {name}(probs=0.5)")
+        return
+    wanted = [n for n in names if n not in _OPTIONAL_PARAMETERS.get(name, set())]
+    missing = [n for n in wanted if n not in given]
+    if missing:
+        raise ValueError(f"priors: {text!r}: missing parameter{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)}; write every parameter of {name}({', '.join(wanted)}) "
+                         f"(none is taken by default)")
 
 
 def load_priors_toml(path: str | os.PathLike) -> dict[str, str]:
@@ -149,10 +186,11 @@ def _check_shape(site: str, prior: dist.Distribution, default: dist.Distribution
 
 
 def resolve_priors(defaults: Mapping[str, Any], overrides: Mapping | str | os.PathLike | None,
-                   *, model_id: str | None = None) -> dict[str, dist.Distribution]:
+                   *, model_id: str | None = None, check_family=None) -> dict[str, dist.Distribution]:
     """Merge user ``overrides`` (mapping, or path of a TOML file) into a model's ``defaults``.
 
-    A site the model does not have is a ValueError (nothing is silently ignored).
+    A site the model does not have is a ValueError (nothing is silently ignored). ``check_family(site, prior,
+    default)`` (the registry's) refuses a family no method of the model can use, before the shape check.
     """
     resolved = {site: _as_distribution(site, d) for site, d in defaults.items()}
     if overrides is None:
@@ -167,6 +205,8 @@ def resolve_priors(defaults: Mapping[str, Any], overrides: Mapping | str | os.Pa
             where = f" of {model_id!r}" if model_id else ""
             raise ValueError(f"priors: {site!r} is not a prior site{where}; sites: {', '.join(sorted(resolved))}")
         prior = _as_distribution(site, value)
+        if check_family is not None:
+            check_family(site, prior, resolved[site])
         _check_shape(site, prior, resolved[site])
         resolved[site] = prior
     return resolved
@@ -182,7 +222,7 @@ def require_family(priors: Mapping[str, dist.Distribution], site: str, families:
     if not isinstance(prior, families):
         names = ", ".join(f.__name__ for f in families)
         raise ValueError(f"priors[{site!r}]: this method's conjugate update needs a prior of family {names}; "
-                         f"got {prior.__class__.__name__}. Use a generic method (see zoo.methods) or keep the family.")
+                         f"got {prior.__class__.__name__}")
     return prior
 
 
@@ -239,3 +279,118 @@ def beta_mixture_parameters(prior: dist.Distribution, site: str, *, needed_by: s
                              f"{weights.shape}")
         return weights, a, b
     raise family_error(site, "Beta or MixtureSameFamily of Betas", prior, needed_by)
+
+
+# ------------------------------------------------------------------------------------------------ family rules
+# Which families a method can use at a site, declared by the model (``register_model(prior_families=...)``) and
+# checked by ``zoo.model`` (a family no method of the model can use) and by ``zoo.fit`` before the method runs (a
+# family the chosen method cannot use): a bad prior never reaches a kernel.
+
+def _support_key(c) -> tuple:
+    """A constraint as (kind, lower, upper): ``unit_interval`` and ``interval(0, 1)`` are the same set."""
+    lower, upper = getattr(c, "lower_bound", None), getattr(c, "upper_bound", None)
+    if lower is None and upper is None:
+        return (type(c).__name__,)
+    as_float = (lambda v: None if v is None else float(np.asarray(v)))
+    return ("discrete" if c.is_discrete else "continuous", as_float(lower), as_float(upper))
+
+
+def same_support(a, b) -> bool:
+    """Whether two NumPyro constraints are the same set (the same kind and the same bounds)."""
+    try:
+        return a is b or _support_key(a) == _support_key(b)
+    except (TypeError, ValueError):  # array-valued bounds: not a scalar support
+        return False
+
+
+def _support_text(c) -> str:
+    key = _support_key(c)
+    if len(key) == 3:
+        lower = "-inf" if key[1] is None else format(key[1], "g")
+        upper = "inf" if key[2] is None else format(key[2], "g")
+        return f"({lower}, {upper})"
+    return str(c)
+
+
+@dataclasses.dataclass(frozen=True)
+class PriorRule:
+    """What a method can use at a prior site: an instance of one of ``families``, or (with ``support``) any
+    scalar distribution on that support (the method then takes a generic step for the site)."""
+
+    families: tuple = ()
+    support: Any = None
+    why: str = ""
+
+    def accepts(self, prior: dist.Distribution) -> bool:
+        if self.families and isinstance(prior, self.families):
+            return True
+        if self.support is not None:
+            scalar = tuple(prior.batch_shape) + tuple(prior.event_shape) == ()
+            return scalar and same_support(prior.support, self.support)
+        return False
+
+    def describe(self) -> str:
+        parts = [" or ".join(f.__name__ for f in self.families)] if self.families else []
+        if self.support is not None:
+            parts.append(f"any scalar distribution on {_support_text(self.support)}")
+        return " or ".join(parts) + (f" ({self.why})" if self.why else "")
+
+
+def families(*types: type, why: str = "") -> PriorRule:
+    """A rule accepting instances of ``types`` (e.g. the conjugate family of a Gibbs block)."""
+    return PriorRule(families=tuple(types), why=why)
+
+
+def any_family(support, *types: type, why: str = "") -> PriorRule:
+    """A rule accepting any scalar distribution on ``support`` (a generic step), and instances of ``types``."""
+    return PriorRule(families=tuple(types), support=support, why=why)
+
+
+def _number(value) -> str:
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return format(float(arr), "g")
+    if arr.size <= 4:
+        return "[" + ", ".join(format(float(v), "g") for v in arr.ravel()) + "]"
+    return f"array{arr.shape}"
+
+
+def prior_string(prior: Any) -> str:
+    """A prior as it would be written: ``InverseGamma(1, 0.5)``, ``Dirichlet([1, 1, 1])``; for composite
+    distributions (mixtures, expanded ones) the family with its parts."""
+    if not isinstance(prior, dist.Distribution):
+        return repr(prior)
+    name = type(prior).__name__
+    if isinstance(prior, dist.MixtureSameFamily):
+        return (f"MixtureSameFamily({prior_string(prior.mixing_distribution)}, "
+                f"{prior_string(prior.component_distribution)})")
+    if isinstance(prior, (dist.ExpandedDistribution, dist.Independent)):
+        return f"{name}({prior_string(prior.base_dist)}, shape {tuple(prior.batch_shape) + tuple(prior.event_shape)})"
+    params = []
+    for key in getattr(prior, "arg_constraints", {}):
+        value = getattr(prior, key, None)
+        if value is None:
+            continue
+        try:
+            params.append(_number(value))
+        except (TypeError, ValueError):
+            params.append(f"{key}=...")
+    return f"{name}({', '.join(params)})"
+
+
+def same_prior(a: Any, b: Any) -> bool:
+    """Whether two priors are the same family with the same parameters (what an option changed, if not)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (dist.MixtureSameFamily, dist.ExpandedDistribution, dist.Independent)):
+        return prior_string(a) == prior_string(b)
+    for key in getattr(a, "arg_constraints", {}):
+        x, y = getattr(a, key, None), getattr(b, key, None)
+        if (x is None) != (y is None):
+            return False
+        try:
+            if x is not None and not np.array_equal(np.asarray(x), np.asarray(y)):
+                return False
+        except (TypeError, ValueError):
+            return False
+    return tuple(a.batch_shape) == tuple(b.batch_shape) and tuple(a.event_shape) == tuple(b.event_shape)

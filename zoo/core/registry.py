@@ -16,7 +16,7 @@ import inspect
 from typing import Any, Callable, Iterable, Mapping
 
 from zoo.core.options import check_common_options, check_known
-from zoo.core.priors import resolve_priors
+from zoo.core.priors import PriorRule, any_family, families, prior_string, resolve_priors, same_prior
 from zoo.core.spec import ModelSpec
 
 __all__ = ["ModelSpec", "ModelEntry", "Method", "register_model", "register_method", "get_model", "get_methods",
@@ -79,6 +79,17 @@ class ModelEntry:
     headline: tuple = ()
     exchangeable: dict = dataclasses.field(default_factory=dict)
     methods: dict = dataclasses.field(default_factory=dict)
+    #: site -> PriorRule: the families the model's own methods use (default: the default prior's family)
+    prior_families: dict = dataclasses.field(default_factory=dict)
+    #: site -> PriorRule for the generic methods (default: any distribution on the default prior's support)
+    generic_prior_families: dict = dataclasses.field(default_factory=dict)
+
+    def prior_rule(self, method: "Method", site: str, default) -> PriorRule:
+        """The families ``method`` can use at ``site`` (whose default prior is ``default``)."""
+        if method.generic:
+            return self.generic_prior_families.get(site) or any_family(
+                default.support, type(default), why="the generic methods sample the site from the program")
+        return self.prior_families.get(site) or families(type(default))
 
 
 _MODELS: dict[str, ModelEntry] = {}
@@ -86,13 +97,17 @@ _MODELS: dict[str, ModelEntry] = {}
 
 def register_model(id: str, *, paper: str, title: str, build: Callable, data_kind: str, default_method: str,
                    program_args: Callable | None = None, prior_sites: tuple = (), headline: tuple = (),
-                   generic_predictor: Callable | None = None, exchangeable: Mapping[str, Any] | None = None
-                   ) -> ModelEntry:
+                   generic_predictor: Callable | None = None, exchangeable: Mapping[str, Any] | None = None,
+                   prior_families: Mapping[str, PriorRule] | None = None,
+                   generic_prior_families: Mapping[str, PriorRule] | None = None) -> ModelEntry:
     """Register a model id. With ``program_args`` the generic methods (nuts, svi, map) are registered too;
     ``generic_predictor(fit, data)`` gives them predictions; ``headline`` names the sites ``Fit.summary`` shows;
     ``exchangeable`` maps the sites whose components can switch labels to their component axis (after chain and
     draw): draws of those sites are relabelled (``zoo.core.relabel``) and stored beside the raw ones (``add_relabelled``
-    also takes sites carried along and sites whose values are component labels)."""
+    also takes sites carried along and sites whose values are component labels). ``prior_families`` maps prior
+    sites to the ``zoo.core.priors.PriorRule`` of the model's own methods (default: the default prior's family
+    only), ``generic_prior_families`` those of nuts / svi / map (default: any distribution on the default prior's
+    support): ``zoo.model`` refuses a family no method can use, ``zoo.fit`` one the chosen method cannot."""
     if id in _MODELS:
         raise ValueError(f"model id {id!r} is registered twice")
     if "." not in id:
@@ -100,7 +115,8 @@ def register_model(id: str, *, paper: str, title: str, build: Callable, data_kin
     entry = ModelEntry(id=id, paper=paper, title=title, build=build, data_kind=data_kind,
                        default_method=default_method, program_args=program_args, prior_sites=tuple(prior_sites),
                        generic_predictor=generic_predictor, headline=tuple(headline),
-                       exchangeable=dict(exchangeable or {}))
+                       exchangeable=dict(exchangeable or {}), prior_families=dict(prior_families or {}),
+                       generic_prior_families=dict(generic_prior_families or {}))
     _MODELS[id] = entry
     if program_args is not None:
         _register_generic(entry)
@@ -165,6 +181,7 @@ def dispatch(spec: ModelSpec, name: str | None, data: Any, seed: int, options: M
         raise ValueError(f"method: {name!r} is not registered for {spec.id!r}; available: {', '.join(entry.methods)}")
     method = entry.methods[name]
     check_known(options, method.options, f"method {name!r} of {spec.id!r}")
+    check_prior_families(entry, method, spec)
     fit = method.runner(spec, data, seed=seed, **check_common_options(options))
     fit = dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
                               headline=fit.headline or list(entry.headline) or None)
@@ -186,13 +203,81 @@ def get_methods(id: str) -> list[str]:
     return list(get_model(id).methods)
 
 
+def check_prior_families(entry: ModelEntry, method: Method, spec: ModelSpec) -> None:
+    """ValueError, before ``method`` runs, for a prior of ``spec`` that the method cannot use: names the site, the
+    families the method takes and the model's methods that take the given one."""
+    defaults = spec.default_priors or spec.priors
+    for site, prior in spec.priors.items():
+        default = defaults.get(site, prior)
+        rule = entry.prior_rule(method, site, default)
+        if rule.accepts(prior):
+            continue
+        others = [m.name for m in entry.methods.values() if entry.prior_rule(m, site, default).accepts(prior)]
+        raise ValueError(f"priors[{site!r}]: method {method.name!r} of {entry.id!r} cannot use a "
+                         f"{type(prior).__name__} prior; it takes {rule.describe()}. Methods of {entry.id!r} that "
+                         f"take it: {', '.join(others)}")
+
+
+def _check_family_usable(entry: ModelEntry):
+    """The ``check_family`` of ``resolve_priors`` for this model: a family that none of its methods can use is a
+    ValueError naming the site and the families each kind of method takes."""
+    def check(site, prior, default):
+        usable = [m for m in entry.methods.values() if entry.prior_rule(m, site, default).accepts(prior)]
+        if usable:
+            return
+        kinds = {}
+        for m in entry.methods.values():
+            kinds.setdefault(entry.prior_rule(m, site, default).describe(), []).append(m.name)
+        takes = "; ".join(f"{', '.join(names)}: {rule}" for rule, names in kinds.items())
+        raise ValueError(f"priors[{site!r}]: no method of {entry.id!r} can use a {type(prior).__name__} prior "
+                         f"({prior_string(prior)}); the site takes {takes}")
+    return check
+
+
+def _sites_set_by_options(entry: ModelEntry, options: Mapping[str, Any], priors_built: Mapping[str, Any]) -> dict:
+    """site -> the options that set its default prior's parameters (those whose removal changes them, the shape
+    kept), e.g. carbonetto03's ``a``, ``b`` -> ``tau2``; an option the build cannot do without is skipped."""
+    out: dict[str, list[str]] = {}
+    for key in options:
+        try:
+            _, _, without = entry.build(**{k: v for k, v in options.items() if k != key})
+        except (TypeError, ValueError):
+            continue
+        for site, prior in priors_built.items():
+            other = without.get(site)
+            shape = tuple(prior.batch_shape) + tuple(prior.event_shape)
+            # an option that only sizes the site (n_states -> a Dirichlet's length) sets no parameter of it
+            if other is not None and tuple(other.batch_shape) + tuple(other.event_shape) == shape \
+                    and not same_prior(prior, other):
+                out.setdefault(site, []).append(key)
+    return out
+
+
 def model(id: str, *, priors: Mapping | str | None = None, **options) -> ModelSpec:
-    """Build a ModelSpec: the model's NumPyro program with ``options`` and ``priors`` (declarative) applied."""
+    """Build a ModelSpec: the model's NumPyro program with ``options`` and ``priors`` (declarative) applied.
+
+    Priors are checked here: a site the model lacks, a family none of its methods can use, a missing parameter
+    and a site whose prior an option sets too (e.g. ``a=50, b=50`` and ``priors={"tau2": ...}``) are ValueErrors."""
     entry = get_model(id)
     if not _takes_any_keyword(entry.build):  # a build with **options checks the names itself
         check_known(options, option_names(entry.build), f"model {id!r}")
     program, opts, default_priors = entry.build(**options)
-    resolved = resolve_priors(default_priors, priors, model_id=id)
+    resolved = resolve_priors(default_priors, priors, model_id=id, check_family=_check_family_usable(entry))
     defaults = resolve_priors(default_priors, None, model_id=id)
+    if priors is not None and options:
+        both = {site: keys for site, keys in _sites_set_by_options(entry, options, defaults).items()
+                if site in _overridden_sites(priors)}
+        if both:
+            site, keys = next(iter(both.items()))
+            raise ValueError(f"priors[{site!r}]: set twice, by the option{'s' if len(keys) > 1 else ''} "
+                             f"{', '.join(f'{k}={options[k]!r}' for k in keys)} and by priors=; give one of them")
     return ModelSpec(id=id, program=program, options=opts, priors=resolved, arguments=dict(options),
                      default_priors=defaults)
+
+
+def _overridden_sites(priors) -> set[str]:
+    import os
+    from zoo.core.priors import load_priors_toml
+    if isinstance(priors, (str, os.PathLike)):
+        return set(load_priors_toml(priors))
+    return set(priors) if isinstance(priors, Mapping) else set()

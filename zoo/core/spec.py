@@ -24,6 +24,7 @@ class ModelSpec:
     #: the model's own priors (site -> distribution) before the user's: a saved fit records only what differs
     default_priors: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
-    def __repr__(self) -> str:  # short, notebook-friendly
-        pri = ", ".join(f"{k}={v.__class__.__name__}" for k, v in self.priors.items())
+    def __repr__(self) -> str:  # short, notebook-friendly: each prior with its parameters
+        from zoo.core.priors import prior_string
+        pri = ", ".join(f"{k}: {prior_string(v)}" for k, v in self.priors.items())
         return f"ModelSpec({self.id!r}, options={dict(self.options)!r}, priors={{{pri}}})"

@@ -69,6 +69,16 @@ def _int_vector(values, name: str, length: int | None = None) -> np.ndarray:
     return _owned(arr)
 
 
+def _names(values, field: str, count: int, what: str) -> list[str]:
+    """One display name per bag or image, as strings."""
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"{field}: expected one name per {what[:-1]}, got a single string")
+    names = [str(n) for n in values]
+    if len(names) != count:
+        raise ValueError(f"{field}: {len(names)} names for {count} {what}")
+    return names
+
+
 def _summary(name: str, **parts) -> str:
     """A one-line repr: shapes and which optional fields are set, never the arrays themselves."""
     return f"{name}(" + ", ".join(f"{k}={v}" for k, v in parts.items() if v is not None) + ")"
@@ -81,7 +91,7 @@ class Bags:
     bag_ids (N,) int in 0..B-1 (every bag non-empty); bag_labels (B,) in {0, 1} (standard MIL: 1 = at least one
     positive instance); group_labels (B,) in {"negative", "mixed", "positive"} (the thesis' constraint labels);
     fractions (B,) in [0, 1] (guessed share of positives); instance_labels (N,) in {0, 1} (for scoring or the
-    supervised model).
+    supervised model); bag_names (B,) optional names of the bags (a table's bag ids), for display only.
     """
 
     X: np.ndarray
@@ -90,6 +100,7 @@ class Bags:
     group_labels: np.ndarray | None = None
     fractions: np.ndarray | None = None
     instance_labels: np.ndarray | None = None
+    bag_names: Sequence[str] | None = None
 
     def __post_init__(self):
         X = check_features(self.X, "X")
@@ -131,10 +142,28 @@ class Bags:
             if not np.isin(y, (0, 1)).all():
                 raise ValueError("instance_labels: values must be 0 or 1")
             object.__setattr__(self, "instance_labels", y)
+        if self.bag_names is not None:
+            object.__setattr__(self, "bag_names", _names(self.bag_names, "bag_names", n_bags, "bags"))
 
     @property
     def n_bags(self) -> int:
         return int(self.bag_ids.max()) + 1
+
+    @classmethod
+    def from_table(cls, table, *, bag: str = "bag", label: str | None = None, group: str | None = None,
+                   fraction: str | None = None, instance_label: str | None = None, features=None) -> "Bags":
+        """Bags from a pandas DataFrame, a CSV file with a header or a dict of columns: one row per instance,
+        ``bag`` the column of bag ids (any kind; kept in ``bag_names``), ``label`` / ``group`` / ``fraction`` bag-level
+        columns (one value per bag), ``features`` the feature columns (default: the other numeric columns).
+        See ``zoo.data.tables``.
+
+        >>> Bags.from_table({"molecule": ["m1", "m1", "m2"], "label": [1, 1, 0], "f0": [0.1, 0.2, 0.3]},
+        ...                 bag="molecule", label="label")
+        Bags(instances=3, features=1, bags=2, given=bag_labels)
+        """
+        from zoo.data.tables import bags_from_table
+        return bags_from_table(table, bag=bag, label=label, group=group, fraction=fraction,
+                               instance_label=instance_label, features=features)
 
     @classmethod
     def from_labels(cls, X, labels, *, bag_labels=None, group_labels=None, fractions=None, instance_labels=None):
@@ -148,7 +177,8 @@ class Bags:
         order = np.argsort(first, kind="stable")            # first appearance, not sorted order
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
-        names = [names[b].item() for b in order]
+        # np.unique of an object array (e.g. pandas' strings) gives Python objects, of other arrays NumPy scalars
+        names = [names[b].item() if isinstance(names[b], np.generic) else names[b] for b in order]
 
         def per_bag(mapping, field):
             if mapping is None:
@@ -177,7 +207,8 @@ class AnnotatedRegions:
     X (R, D) region features; image_ids (R,) int in 0..I-1; keywords: a sequence of I collections of words (image
     i's keywords, each in ``vocabulary``; every image with a region has at least one keyword unless
     ``allow_unannotated``); vocabulary: list of distinct words; region_labels (R,) int, index into vocabulary or
-    -1 (ground truth, for scoring only).
+    -1 (ground truth, for scoring only); image_names (I,) optional names of the images (photo files, the ids of a
+    table), kept for display and never used by a model.
     """
 
     X: np.ndarray
@@ -186,6 +217,7 @@ class AnnotatedRegions:
     vocabulary: Sequence[str]
     region_labels: np.ndarray | None = None
     allow_unannotated: bool = False
+    image_names: Sequence[str] | None = None
 
     def __post_init__(self):
         X = check_features(self.X, "X")
@@ -220,6 +252,24 @@ class AnnotatedRegions:
             if lab.min() < -1 or lab.max() >= len(vocab):
                 raise ValueError(f"region_labels: values must be -1 or lie in 0..{len(vocab) - 1}")
             object.__setattr__(self, "region_labels", lab)
+        if self.image_names is not None:
+            object.__setattr__(self, "image_names", _names(self.image_names, "image_names", n_images, "images"))
+
+    @classmethod
+    def from_table(cls, table, *, image: str = "image", keywords: str = "keywords", region_label: str | None = None,
+                   features=None, vocabulary=None, allow_unannotated: bool = False) -> "AnnotatedRegions":
+        """Regions from a pandas DataFrame, a CSV file with a header or a dict of columns: one row per region,
+        ``image`` the column of image ids (any kind; kept in ``image_names``), ``keywords`` the image's words
+        (separated by spaces, commas or semicolons), ``region_label`` an optional true word per region,
+        ``features`` the feature columns (default: the other numeric columns). See ``zoo.data.tables``.
+
+        >>> AnnotatedRegions.from_table({"photo": ["a.jpg", "a.jpg", "b.jpg"], "words": ["sky sea", "", "grass"],
+        ...                              "r": [0.1, 0.5, 0.2], "g": [0.3, 0.2, 0.9]}, image="photo", keywords="words")
+        AnnotatedRegions(regions=3, features=2, images=2, words=3)
+        """
+        from zoo.data.tables import regions_from_table
+        return regions_from_table(table, image=image, keywords=keywords, region_label=region_label,
+                                  features=features, vocabulary=vocabulary, allow_unannotated=allow_unannotated)
 
     @property
     def n_images(self) -> int:
@@ -286,6 +336,19 @@ class MultimodalCounts:
                     raise ValueError("region_labels: values must be -1 or index the word vocabulary")
                 object.__setattr__(self, "region_labels", lab)
 
+    @classmethod
+    def from_table(cls, table, *, words, visual_words, image: str | None = None) -> "MultimodalCounts":
+        """Counts from a pandas DataFrame, a CSV file with a header or a dict of columns: one row per image,
+        ``words`` / ``visual_words`` the count columns (lists of names, or a name prefix such as ``"w_"``); the
+        column names become the vocabularies. See ``zoo.data.tables``.
+
+        >>> MultimodalCounts.from_table({"img": ["x", "y"], "w_sky": [1, 0], "w_sea": [2, 1], "v_0": [3, 0],
+        ...                              "v_1": [0, 4]}, words="w_", visual_words="v_", image="img")
+        MultimodalCounts(images=2, words=2, visual_words=2)
+        """
+        from zoo.data.tables import counts_from_table
+        return counts_from_table(table, words=words, visual_words=visual_words, image=image)
+
     def __repr__(self) -> str:
         return _summary("MultimodalCounts", images=self.words.shape[0], words=self.words.shape[1],
                         visual_words=self.visual_words.shape[1],
@@ -336,6 +399,17 @@ class Matrix:
                 raise ValueError("values: observed entries (mask True) must be finite")
         object.__setattr__(self, "values", _owned(np.where(mask, v, 0.0)))
         object.__setattr__(self, "mask", _owned(mask))
+
+    @classmethod
+    def from_table(cls, table, *, columns=None) -> "Matrix":
+        """A Matrix from a pandas DataFrame, a CSV file with a header or a dict of columns: the numeric
+        ``columns`` (default: all, each must be numeric); empty cells (NaN) are missing entries.
+
+        >>> Matrix.from_table({"a": [1.0, None], "b": [2.0, 3.0]})
+        Matrix(rows=2, columns=2, observed=75.0%)
+        """
+        from zoo.data.tables import matrix_from_table
+        return matrix_from_table(table, columns=columns)
 
     def __repr__(self) -> str:
         return _summary("Matrix", rows=self.values.shape[0], columns=self.values.shape[1],

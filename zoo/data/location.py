@@ -114,10 +114,41 @@ def dataset_status(info: DatasetInfo, root: pathlib.Path | None = None) -> tuple
     return ("present" if all(p.exists() for p in paths) else "missing"), folder
 
 
-def load_dataset(name: str, **options):
-    """Load a registered data set (real files or a synthetic generator) by name; ``zoo list --datasets`` lists
-    them."""
+def load_dataset(name: str | os.PathLike, **options):
+    """Load a registered data set (real files or a synthetic generator) by name (``zoo list --datasets`` lists
+    them), or the data a file holds, by path: a file of ``zoo regions`` / ``zoo.data.save_container`` -> its
+    container, ``.npy`` -> an array, ``.csv`` -> a matrix or (with a header row) a ``zoo.data.tables.Table``
+    (``zoo.data.container_files.read_data_file``). Options a loader does not take are a ValueError."""
     _discover()
-    if name not in _LOADERS:
-        raise ValueError(f"load_dataset: unknown data set {name!r}; known: {', '.join(sorted(_LOADERS))}")
-    return _LOADERS[name][0](**options)
+    if isinstance(name, os.PathLike) or (isinstance(name, str) and name not in _LOADERS and _looks_like_path(name)):
+        if options:
+            raise ValueError(f"load_dataset: a data file takes no options, got {', '.join(options)}")
+        from zoo.data.container_files import read_data_file
+        return read_data_file(name)
+    if not isinstance(name, str) or name not in _LOADERS:
+        raise ValueError(f"load_dataset: unknown data set {name!r}; known: {', '.join(sorted(_LOADERS))} (or the "
+                         f"path of a .npz, .npy or .csv file)")
+    loader = _LOADERS[name][0]
+    _check_loader_options(name, loader, options)
+    return loader(**options)
+
+
+def _looks_like_path(name: str) -> bool:
+    from zoo.data.container_files import DATA_SUFFIXES
+    return pathlib.Path(name).suffix in DATA_SUFFIXES or os.sep in name or pathlib.Path(name).exists()
+
+
+def _check_loader_options(name: str, loader: Callable, options: dict) -> None:
+    """Unknown or missing options of a loader are a ValueError naming them (not a TypeError from the call)."""
+    import inspect
+    params = inspect.signature(loader).parameters.values()
+    named = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        unknown = [k for k in options if k not in named]
+        if unknown:
+            raise ValueError(f"load_dataset({name!r}): unknown option {unknown[0]!r}; options: "
+                             f"{', '.join(named) or '(none)'}")
+    missing = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               and p.default is p.empty and p.name not in options]
+    if missing:
+        raise ValueError(f"load_dataset({name!r}): missing option {', '.join(missing)}")

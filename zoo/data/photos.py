@@ -26,7 +26,7 @@ import numpy as np
 from zoo.data.location import register_loader
 
 __all__ = ["IMAGE_EXTENSIONS", "PhotoDetails", "read_captions", "photos_to_regions", "save_regions",
-           "load_regions", "regions_command"]
+           "load_regions", "regions_command", "default_captions"]
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".webp")
 
@@ -205,7 +205,8 @@ def photos_to_regions(folder, captions, *, features: str = "carbonetto03", segme
         X = apply_standardizer(X, scaler)
     words = [kw for _, kw in kept]
     vocab = vocabulary if vocabulary is not None else sorted({w for kw in words for w in kw})
-    regions = AnnotatedRegions(X=X, image_ids=image_ids, keywords=words, vocabulary=vocab)
+    regions = AnnotatedRegions(X=X, image_ids=image_ids, keywords=words, vocabulary=vocab,
+                               image_names=[n for n, _ in kept])
     if return_details:
         return regions, PhotoDetails(names=[n for n, _ in kept], region_maps=[m for m, _ in results],
                                      skipped=problems, standardizer=scaler)
@@ -214,45 +215,47 @@ def photos_to_regions(folder, captions, *, features: str = "carbonetto03", segme
 
 @register_loader("photos", "your own photos: folder + captions file -> AnnotatedRegions (zoo.data.photos)",
                  kind="user")
-def load_photos(folder, captions, **options):
-    """``photos_to_regions(folder, captions, **options)`` through ``zoo.load_dataset("photos", ...)``."""
+def load_photos(folder=None, captions=None, **options):
+    """``photos_to_regions(folder, captions, **options)`` through ``zoo.load_dataset("photos", folder=...,
+    captions=...)``; without ``captions``, the folder's own ``captions.txt`` when it has one."""
+    if folder is None:
+        raise ValueError("photos: name the folder of photos and its captions file: zoo.load_dataset('photos', "
+                         "folder='my_photos', captions='captions.txt') (or `zoo regions FOLDER --captions FILE`)")
+    if captions is None:
+        captions = default_captions(folder)
     return photos_to_regions(folder, captions, **options)
 
 
-def save_regions(path, regions, names=None, overwrite: bool = False) -> pathlib.Path:
-    """Write ``AnnotatedRegions`` (and optional image names) to an .npz readable without pickle; returns the path
-    written (``.npz`` added when missing). An existing file is kept (ValueError) unless ``overwrite``; the file is
-    written under a temporary name and renamed, so an interrupted write leaves no partial file."""
-    path = pathlib.Path(path)
-    if path.suffix != ".npz":
-        path = path.with_name(path.name + ".npz")
-    if path.exists() and not overwrite:
-        raise ValueError(f"path: {str(path)!r} exists; pass overwrite=True to replace it")
-    meta = {"keywords": [list(k) for k in regions.keywords], "vocabulary": list(regions.vocabulary),
-            "names": None if names is None else [str(n) for n in names]}
-    arrays = {"X": regions.X, "image_ids": regions.image_ids, "meta": np.array(json.dumps(meta))}
-    if regions.region_labels is not None:
-        arrays["region_labels"] = regions.region_labels
-    tmp = path.with_name(f".{path.stem}.partial.npz")
-    np.savez_compressed(tmp, **arrays)
-    tmp.replace(path)
+def default_captions(folder) -> pathlib.Path:
+    """The captions file of a folder of photos when none is named: ``FOLDER/captions.txt`` (ValueError if absent)."""
+    path = pathlib.Path(folder) / "captions.txt"
+    if not path.is_file():
+        raise ValueError(f"photos: no captions file named for the folder {str(folder)!r}, and it has no "
+                         f"captions.txt; pass one (--captions FILE, or captions=...): lines 'FILE<TAB>word word'")
     return path
 
 
-def load_regions(path):
-    """Read a file of ``save_regions``: (AnnotatedRegions, image names or None)."""
-    from zoo.data.containers import AnnotatedRegions
-    from zoo.data.files import read_npz
+def save_regions(path, regions, names=None, overwrite: bool = False) -> pathlib.Path:
+    """Write ``AnnotatedRegions`` (and optional image names) to an .npz readable without pickle
+    (``zoo.data.container_files.save_container``: ``zoo.load_dataset(path)``, ``zoo fit --data path`` and
+    ``load_regions`` read it back as the ``AnnotatedRegions`` it holds); returns the path written (``.npz`` added
+    when missing). An existing file is kept (ValueError) unless ``overwrite``."""
+    from zoo.data.container_files import save_container
+    if names is not None:
+        regions = dataclasses.replace(regions, image_names=names)
+    return save_container(path, regions, overwrite=overwrite)
 
-    f = read_npz(path, required=("meta", "X", "image_ids"))
-    try:
-        meta = json.loads(str(f["meta"]))
-        keywords, vocabulary, names = meta["keywords"], meta["vocabulary"], meta["names"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{path}: its 'meta' entry is not the JSON that save_regions writes ({err})") from None
-    regions = AnnotatedRegions(X=f["X"], image_ids=f["image_ids"], keywords=keywords, vocabulary=vocabulary,
-                               region_labels=f.get("region_labels"))
-    return regions, names
+
+def load_regions(path):
+    """Read a file of ``save_regions`` (or ``zoo regions``): the ``AnnotatedRegions`` it holds, image names in
+    ``.image_names`` (``zoo.load_dataset(path)`` does the same)."""
+    from zoo.data.container_files import load_container
+    from zoo.data.containers import AnnotatedRegions
+
+    regions = load_container(path)
+    if not isinstance(regions, AnnotatedRegions):
+        raise ValueError(f"{path}: holds {type(regions).__name__}, not AnnotatedRegions")
+    return regions
 
 
 def regions_command(args) -> int:
@@ -261,7 +264,7 @@ def regions_command(args) -> int:
                                          segmentation=args.segmentation, on_problem=args.on_problem,
                                          max_side=args.max_side,
                                          n_jobs=args.jobs, return_details=True)
-    out = save_regions(args.out, regions, details.names, overwrite=args.force)
+    out = save_regions(args.out, regions, overwrite=args.force)
     print(f"{regions.n_images} images, {regions.X.shape[0]} regions, {regions.X.shape[1]} features "
           f"({args.features}), {len(regions.vocabulary)} words; skipped {len(details.skipped)}; written to {out}")
     return 0

@@ -331,15 +331,29 @@ def cli(args) -> int:
     if args.data == "corel5k":
         rows = leaderboard("corel5k", models=args.model or None, splits=args.splits, fast=args.fast,
                            results=results)
-    else:
+    elif args.data == "msrc_v2":
         rows = leaderboard(args.data, models=args.model or None, splits=args.splits, fast=args.fast,
                            results=results, segmentation=args.segmentation, features=args.features,
                            n_images=args.images)
+    else:  # a data file (zoo regions, zoo.data.save_container): the AnnotatedRegions it holds
+        from zoo.data.location import load_dataset
+        data = load_dataset(pathlib.Path(args.data))
+        if not isinstance(data, AnnotatedRegions):
+            raise ValueError(f"--data: {args.data} holds {type(data).__name__}; the leaderboard scores "
+                             f"AnnotatedRegions (msrc_v2, corel5k, or a file of zoo regions)")
+        if data.region_labels is None:
+            raise ValueError(f"--data: {args.data} has no region labels, and the leaderboard scores regions against "
+                             f"their true words (zoo regions writes none: label them, e.g. "
+                             f"AnnotatedRegions.from_table(..., region_label='word') and zoo.data.save_container)")
+        rows = leaderboard(data, models=args.model or None, splits=args.splits, fast=args.fast, results=results)
+    from zoo.leaderboards.document import plot_summary, render_markdown
     summary = summarize(rows)
     table = markdown_table(summary)
-    (out / "leaderboard.md").write_text(table + "\n")
+    measured = {"seeded": summary, "standard": [], "pixel": [], "mil": []}
+    # the same document as docs/leaderboard.md, of this run's rows (no published rows: other protocols)
+    (out / "leaderboard.md").write_text(render_markdown(measured, ()))
     (out / "leaderboard.json").write_text(json.dumps(rows, indent=1))
-    plot_leaderboard(summary, out / "leaderboard.png")
+    plot_summary(measured, (), out / "leaderboard.png")
     print(table)
     print(f"zoo leaderboard: {out / 'leaderboard.md'}, {out / 'leaderboard.json'}, {out / 'leaderboard.png'}")
     return 0

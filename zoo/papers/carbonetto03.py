@@ -19,7 +19,7 @@ from zoo.inference.mixture import em
 from zoo.models import shrinkage_mixture as sm
 from zoo.core.options import boolean, nonnegative_float, one_of, positive_float, positive_int
 from zoo.core.options import data_devices as check_data_devices
-from zoo.core.priors import dirichlet_concentration, inverse_gamma_parameters
+from zoo.core.priors import dirichlet_concentration, families, inverse_gamma_parameters
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
 from zoo.core.idata import to_inference_data
@@ -404,12 +404,16 @@ register_model(
     "carbonetto03.shrinkage_mixture", paper=PAPER, title="Shrinkage Gaussian mixture (MAP-EM feature weighting)",
     build=_build_mixture, data_kind="ndarray", default_method="map_em", headline=("tau2", "lambda"),
     program_args=_mixture_program_args,
-    generic_predictor=_generic_predict_mixture, exchangeable={"mu": 0, "lambda": 0, "Sigma": 0})
+    generic_predictor=_generic_predict_mixture, exchangeable={"mu": 0, "lambda": 0, "Sigma": 0},
+    prior_families={"tau2": families(sm.dist.InverseGamma, sm.ImproperInverseGamma,
+                                     why="the conjugate M-step of eq. 9")})
 
 register_model(
     "carbonetto03.translation", paper=PAPER, title="Discrete-Gaussian translation model (regions -> words)",
     build=_build_translation, data_kind="AnnotatedRegions", default_method="map_em", headline=("tau2",),
-    program_args=_translation_program_args)
+    program_args=_translation_program_args,
+    prior_families={"tau2": families(sm.dist.InverseGamma, sm.ImproperInverseGamma,
+                                     why="the conjugate M-step of eq. 9")})
 
 
 def _mixture_data(spec, data):

@@ -31,7 +31,7 @@ from zoo.models.feature_selection import check_garbage_weight, default_priors, f
 from zoo.core.options import chain_method as check_chain_method
 from zoo.core.options import check_known, nonnegative_int, one_of, positive_int
 from zoo.core.progress import progress_callback
-from zoo.core.priors import beta_mixture_parameters
+from zoo.core.priors import beta_mixture_parameters, families
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
 from zoo.core.idata import to_inference_data
@@ -423,7 +423,11 @@ for _variant in ("full", "fs", "cvfs"):
     register_model(f"gustafson07.{_variant}", paper=PAPER, title=_TITLES[_variant], build=partial(_build, _variant),
                    data_kind="AnnotatedRegions", default_method="collapsed_gibbs",
                    headline={"full": ("n_relevant",), "fs": ("M", "n_relevant"),
-                             "cvfs": ("M", "alpha", "n_relevant")}[_variant])
+                             "cvfs": ("M", "alpha", "n_relevant")}[_variant],
+                   prior_families={"M": families(dist.BernoulliProbs, dist.BernoulliLogits,
+                                                 why="the FS flip update"),
+                                   "alpha": families(dist.Beta, dist.MixtureSameFamily,
+                                                     why="the Gibbs update of alpha: a Beta or a mixture of Betas")})
 register_method(("gustafson07.full", "gustafson07.fs", "gustafson07.cvfs"), "collapsed_gibbs",
                 description="collapsed MCMC of the Appendix (M flips, labels via eq. 1, alpha, (delta, Omega))",
                 kernel=mcmc_kernel)(_collapsed_gibbs)

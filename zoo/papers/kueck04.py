@@ -44,7 +44,7 @@ from zoo.models.mil import KERNELS, default_priors, gram_matrix, kernel_mil_prog
 from zoo.core.options import chain_method as check_chain_method, check_known, positive_float
 from zoo.papers import kueck04_prepare as _prepare_module
 from zoo.papers.kueck04_prepare import MILPrepared, bag_labels, prepare
-from zoo.core.priors import beta_parameters, inverse_gamma_parameters
+from zoo.core.priors import any_family, beta_parameters, families, inverse_gamma_parameters
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
@@ -325,7 +325,12 @@ def _register() -> None:
     for variant in VARIANTS:
         register_model(f"kueck04.{variant}", paper=_PAPER, title=titles[variant], build=_build(variant),
                        data_kind="Bags", default_method="blocked_gibbs", prior_sites=("tau", "delta2"),
-                       headline=("delta2", "n_active"))
+                       headline=("delta2", "n_active"),
+                       prior_families={"tau": families(dist.Beta, why="tau is integrated out of the kernel "
+                                                                       "selection"),
+                                       "delta2": any_family(dist.constraints.positive, dist.InverseGamma,
+                                                            why="InverseGamma: the conjugate Gibbs step; another "
+                                                                "family: a random-walk Metropolis step")})
     ids = tuple(f"kueck04.{v}" for v in VARIANTS)
 
     exact_kernel = mcmc_kernel("exact", _KERNEL_OPTIONS + ("beta_move", "laplace_tries"))

@@ -25,7 +25,7 @@ from zoo.inference.topics import topic_vi
 from zoo.models import multimodal_topics as mt
 from zoo.core.options import data_devices as check_data_devices
 from zoo.core.options import nonnegative_float, one_of, positive_float, positive_int
-from zoo.core.priors import dirichlet_concentration
+from zoo.core.priors import any_family, dirichlet_concentration
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
@@ -258,7 +258,9 @@ register_model("yakhnenko.mom_lda", paper=PAPER, title="Multi-modal LDA of capti
 register_model("yakhnenko.mom_hdp", paper=PAPER, title="Multi-modal HDP, truncated stick-breaking",
                build=_build_hdp, data_kind="MultimodalCounts", default_method="stick_breaking_vi",
                program_args=_program_args, prior_sites=("sticks", "phi_w", "phi_b"), headline=("beta",),
-               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0, "beta": 0})
+               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0, "beta": 0},
+               prior_families={"sticks": any_family(dist.constraints.unit_interval, dist.Beta,
+                                                    why="the stick-breaking VI's expectations")})
 
 
 @register_method("yakhnenko.mom_lda", "mean_field_vi", kind="variational")
