@@ -12,8 +12,8 @@ for a user's program) and hands the ``Fit`` here. ``finish`` then, in order:
    ``layout``): per-unit sites in ``unit_posterior``, each site's dims named once whatever the method, the
    data's labels as coordinates;
 5. stores the provenance (``zoo.core.provenance``) in the attributes of every InferenceData group;
-6. judges convergence (``zoo.core.convergence``) and, after an MCMC run whose headline sites fail the checks,
-   issues one ConvergenceWarning at the user's call.
+6. judges convergence (``zoo.core.convergence``: MCMC draws, variational draws and point estimates alike) and,
+   when a headline site fails its checks, issues one ConvergenceWarning at the user's call.
 """
 from __future__ import annotations
 
@@ -46,14 +46,15 @@ def finish(fit, spec, data, options: Mapping[str, Any], *, kind: str | None, exc
                              priors=spec.priors, seed=seed, data=data, wall_seconds=time.perf_counter() - start,
                              compile_seconds=compile_seconds)
     attrs["zoo_inference"] = fit.inference
+    # the exchangeable sites, for the verdict's advice (label switching) and the comparison of restarts as sets
+    attrs["zoo_exchangeable"] = " ".join(site for site in exchangeable if site != "within")
     for group in fit.idata.groups():
         getattr(fit.idata, group).attrs.update(attrs)
-    if fit.inference == "mcmc":
-        table = fit.diagnose()
-        message = convergence.advice(table)
-        if message:
-            warnings.warn(convergence.ConvergenceWarning(message, convergence.failing_sites(table)),
-                          stacklevel=stacklevel)
+    table = fit.diagnose()
+    message = convergence.advice(table)
+    if message:
+        warnings.warn(convergence.ConvergenceWarning(message, convergence.failing_sites(table)),
+                      stacklevel=stacklevel)
     return fit
 
 

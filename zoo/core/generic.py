@@ -179,11 +179,16 @@ def _loglik_by_chain(program, program_kwargs, samples_by_chain: Mapping[str, jnp
     return {k: np.asarray(v).reshape((n_chain, n_draw) + v.shape[1:]) for k, v in ll.items()}
 
 
-def run_nuts(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int = 0, num_chains: int = 2,
+def run_nuts(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int = 0, num_chains: int = 4,
              num_warmup: int = 500, num_samples: int = 500, chain_method: str | Callable = "vectorized",
              progress_bar: bool = True, target_accept_prob: float = 0.8, spec=None, predictor=None,
              headline=None, data=None) -> Fit:
-    """NUTS on the program's continuous latent sites (discrete ones must be summed out in the program)."""
+    """NUTS on the program's continuous latent sites (discrete ones must be summed out in the program). Four
+    chains by default (the Stan / PyMC / NumPyro convention: r-hat needs several chains), each started from its own
+    ``init_to_uniform`` draw (dispersed in the unconstrained space)."""
+    if isinstance(num_samples, str):
+        raise ValueError("num_samples: 'auto' is an option of the zoo's own samplers (e.g. kueck04's blocked_gibbs); "
+                         "NUTS needs a number of samples")
     kernel = NUTS(program, target_accept_prob=target_accept_prob)
     mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                 chain_method=chain_method, progress_bar=progress_bar)
@@ -240,9 +245,11 @@ def _optimizer_fit(program, program_kwargs, posterior, losses, method, state, *,
 
 
 def run_map(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int = 0, num_chains: int = 1,
-            num_steps: int = 3000, learning_rate: float = 1e-2, progress_bar: bool = True, spec=None,
+            num_steps: int = 10000, learning_rate: float = 5e-2, progress_bar: bool = True, spec=None,
             predictor=None, headline=None, data=None) -> Fit:
-    """MAP by optax (Adam) on the program's unconstrained latent sites; each chain is a random restart."""
+    """MAP by optax (Adam) on the program's unconstrained latent sites; each chain is a random restart.
+    The defaults (10,000 steps from a rate of 0.05, decaying) converge on the README's program, where 3,000 steps
+    from 0.01 stopped with ``mu`` at 1.3 instead of 5.76; ``fit.diagnose()`` judges the objective trace."""
     guides, params_all, losses = _optimize(program, program_kwargs,
                                            lambda p: autoguide.AutoDelta(p, init_loc_fn=numpyro.infer.init_to_uniform),
                                            seed=seed, num_chains=num_chains, num_steps=num_steps,
@@ -254,10 +261,11 @@ def run_map(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int =
 
 
 def run_svi(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int = 0, num_chains: int = 1,
-            num_steps: int = 3000, learning_rate: float = 1e-2, num_samples: int = 500,
+            num_steps: int = 10000, learning_rate: float = 5e-2, num_samples: int = 500,
             guide: str = "normal", progress_bar: bool = True, spec=None, predictor=None, headline=None,
             data=None) -> Fit:
-    """SVI with an optax optimizer and an automatic guide (``guide="normal"`` diagonal or ``"mvn"``)."""
+    """SVI with an optax optimizer and an automatic guide (``guide="normal"`` diagonal or ``"mvn"``). Defaults as
+    ``run_map`` (long enough for the README's program; ``fit.diagnose()`` judges the ELBO trace)."""
     factories = {"normal": autoguide.AutoNormal, "mvn": autoguide.AutoMultivariateNormal}
     if guide not in factories:
         raise ValueError(f"guide: expected one of {sorted(factories)}, got {guide!r}")
