@@ -29,8 +29,8 @@ import numpy as np
 from zoo.data import Bags
 from zoo.data.mil import load_mil_benchmark, stratified_bag_folds, subset_bags
 
-__all__ = ["ProtocolRun", "width_grid", "protocol_folds", "mi_svm_bag_scores", "MI_svm_bag_scores", "kueck_selected_scores",
-           "run_protocol", "summarize_protocol", "KERNELS"]
+__all__ = ["ProtocolRun", "width_grid", "protocol_folds", "mi_svm_bag_scores", "MI_svm_bag_scores",
+           "kueck_selected_scores", "run_protocol", "summarize_protocol", "KERNELS"]
 
 KERNELS = ("gaussian", "cauchy")
 

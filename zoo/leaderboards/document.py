@@ -61,7 +61,7 @@ def load_results(folder) -> dict:
         for key, value in row.items():
             if isinstance(value, list) and len(value) == 2 and key not in ("errors",):
                 row[key] = tuple(float("nan") if v is None else float(v) for v in value)
-    from zoo.leaderboards.board import summarize
+    from zoo.leaderboards.methods import summarize
     pixel_rows = jsonl("msrc_pixel_rows.jsonl")
     pixel = [r for r in summarize(pixel_rows) if not math.isnan(r["pixel_acc"][0])] if pixel_rows else []
     from zoo.experiments.mil_protocol import summarize_protocol
