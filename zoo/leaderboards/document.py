@@ -16,8 +16,8 @@ import pathlib
 
 import numpy as np
 
-__all__ = ["load_results", "merge_identical", "setting_label", "method_label", "render_markdown",
-           "which_model_when", "plot_summary", "write_docs", "ACC_METRICS"]
+__all__ = ["summarize_protocol", "load_results", "merge_identical", "setting_label", "method_label",
+           "render_markdown", "which_model_when", "plot_summary", "write_docs", "ACC_METRICS"]
 
 ACC_METRICS = ("caption_acc", "free_acc", "P@5", "R@5")
 REGION_METRICS = ("caption_acc", "free_acc", "P@5", "R@5", "log_density")
@@ -64,7 +64,6 @@ def load_results(folder) -> dict:
     from zoo.leaderboards.methods import summarize
     pixel_rows = jsonl("msrc_pixel_rows.jsonl")
     pixel = [r for r in summarize(pixel_rows) if not math.isnan(r["pixel_acc"][0])] if pixel_rows else []
-    from zoo.experiments.mil_protocol import summarize_protocol
     mil_rows = jsonl("mil_protocol_rows.jsonl") + jsonl("mil_protocol_rows_kueck.jsonl")
     mil = summarize_protocol(mil_rows)
     for row in mil:      # where the inner CV put the width: the narrow end of the grid chosen how often
@@ -77,6 +76,20 @@ def load_results(folder) -> dict:
                            f"{sum(c['grid_position'] == 0 for c in chosen)} of {len(chosen)} folds, widest in "
                            f"{sum(c['grid_position'] == c['n_widths'] - 1 for c in chosen)}")
     return {"seeded": seeded, "standard": jsonl("corel5k_standard.jsonl"), "pixel": pixel, "mil": mil}
+
+
+def summarize_protocol(rows: list[dict]) -> list[dict]:
+    """Mean and sd of the bag accuracy over runs per (data, method), with the number of runs."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["data"], r["method"]), []).append(r)
+    out = []
+    for (data, method), group in groups.items():
+        acc = np.array([g["accuracy"] for g in group])
+        out.append({"data": data, "method": method, "runs": len(group), "accuracy": (float(acc.mean()),
+                                                                                       float(acc.std())),
+                    "n_folds": group[0]["n_folds"]})
+    return out
 
 
 def _metric_key(row, metrics):
