@@ -30,9 +30,11 @@ MODEL_NAMES = (("carbonetto03 ", "translation (Carbonetto et al. 2003) "), ("gus
 def setting_label(dataset: str) -> str:
     """"msrc_v2 carbonetto03 ncut" -> "MSRC-v2, NCut regions, features of Carbonetto et al. 2003"."""
     parts = dataset.split()
-    if parts[0] == "msrc_v2" and len(parts) == 3:
+    if parts[0] == "msrc_v2" and len(parts) == 3 and parts[1] in FEATURES:
         segmentation = {"ncut": "NCut", "slic": "SLIC"}.get(parts[2], parts[2])
         return f"MSRC-v2, {segmentation} regions, {FEATURES.get(parts[1], parts[1] + ' features')}"
+    if parts[0] == "msrc_v2":
+        return "MSRC-v2 (" + ", ".join(parts[1:]) + ")"
     return {"corel5k": "Corel5k, seeded 4,500 / 500 splits",
             "corel5k standard": "Corel5k, standard split (Mulan train / test)"}.get(dataset, dataset)
 
