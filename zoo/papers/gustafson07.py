@@ -31,6 +31,7 @@ from zoo.models.feature_selection import check_garbage_weight, default_priors, f
 from zoo.core.options import chain_method as check_chain_method
 from zoo.core.options import check_known, nonnegative_int, one_of, positive_int
 from zoo.core.progress import progress_callback
+from zoo.core.prediction import Prediction
 from zoo.core.priors import beta_mixture_parameters, families
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
@@ -46,8 +47,8 @@ _TITLES = {"full": "semi-supervised region labelling, all features relevant (FUL
            "cvfs": "semi-supervised region labelling with concept-varying feature selection (CVFS)"}
 
 
-@dataclasses.dataclass(frozen=True)
-class RegionLabelPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class RegionLabelPrediction(Prediction):
     """label_proba (R, K+1): Pr(Y = concept), column 0 = garbage; feature_relevance (K, p): Pr(M_ki = 1 | data);
     concepts: names of the K+1 columns; annotated (R,) bool: True where the region's image keywords restricted it."""
     label_proba: np.ndarray

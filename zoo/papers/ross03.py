@@ -32,6 +32,7 @@ from zoo.models.mcvq import default_priors, mcvq_program
 from zoo.core.options import data_devices as check_data_devices
 from zoo.core.options import positive_float, positive_int
 from zoo.core.progress import progress_callback
+from zoo.core.prediction import Prediction
 from zoo.core.priors import dirichlet_concentration
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
@@ -301,8 +302,8 @@ for _mid in _KINDS:
 
 
 # --- predictions ------------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class MCVQPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class MCVQPrediction(Prediction):
     """reconstruction (C, D): sum_kj m g mu at every entry (missing ones too: a prediction); state_proba (C, K, J):
     m (marginal over classes); vq_ownership (D, K): g; log_likelihood (C,): exact log p(x^c | R = argmax g);
     class_proba (C, N): supervised, by the variational bound; class_proba_monte_carlo (C, N): eq. 4.3;
@@ -314,6 +315,14 @@ class MCVQPrediction:
     class_proba: np.ndarray | None = None
     class_proba_monte_carlo: np.ndarray | None = None
     cluster_proba: np.ndarray | None = None
+
+    def labels(self) -> np.ndarray:
+        """(C,) the most probable class (supervised MCVQ) or cluster (clustered MCVQ) of each case."""
+        proba = self.class_proba if self.class_proba is not None else self.cluster_proba
+        if proba is None:
+            raise ValueError("labels: the plain MCVQ predicts no classes (ross03.mcvq_supervised and "
+                             "ross03.mcvq_clustered do)")
+        return np.argmax(proba, axis=1)
 
 
 @jax.jit
