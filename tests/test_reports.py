@@ -14,8 +14,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from zoo import reproduce as reproduce_module  # noqa: E402
-from zoo.reports import (Figure, PaperReport, Section, Table, format_number, markdown_table,  # noqa: E402
-                         save_figure, write_index_html, write_index_markdown)
+from zoo.reports import (Claim, Figure, PaperReport, Section, Table, Unconverged, format_number,  # noqa: E402
+                         markdown_table, save_figure, write_index_html, write_index_markdown)
 
 
 def _png_size(path) -> tuple[int, int]:
@@ -40,12 +40,16 @@ def _fake_report(tmp_path) -> PaperReport:
 
 
 def test_format_number_is_one_rule_for_every_cell():
+    # three significant figures for every float: no "6.25e-04" beside "0.993", no "1.932" beside "32.1"
     assert format_number(0.123456) == "0.123"
+    assert format_number(0.000625) == "0.000625" and format_number(0.993) == "0.993"
+    assert format_number(1.932) == "1.93" and format_number(32.14) == "32.1" and format_number(10.0) == "10.0"
     assert format_number(98.3456) == "98.3"
-    assert format_number(1234.56) == "1234.6"
-    assert format_number(123456.0) == "1.23e+05"
-    assert format_number(0.0001234) == "1.23e-04"
-    assert format_number(np.float32(2.5)) == "2.500"
+    assert format_number(1234.56) == "1235"
+    assert format_number(1234567.0) == "1.23e+06"
+    assert format_number(0.00001234) == "1.23e-05"
+    assert format_number(np.float32(2.5)) == "2.50" and format_number(0.0) == "0"
+    assert format_number(Unconverged(0.5)) == "0.500 (unconverged)"
     assert format_number(7) == format_number(np.int64(7)) == "7"
     assert format_number(None) == "-" and format_number(float("nan")) == "n/a"
     assert format_number("0.42 ± 0.03") == "0.42 ± 0.03"
@@ -88,7 +92,8 @@ def test_index_html_is_self_contained(tmp_path):
     assert base64.b64decode(images[0].split(",", 1)[1]) == (tmp_path / "fake" / "line.png").read_bytes()
     assert not re.search(r'(src|href)="(?!#|data:)', html)          # no external file, no URL
     assert "<table>" in html and '<td class="num">0.912</td>' in html
-    assert 'href="#paper-0"' in html and 'id="paper-0"' in html and "Time of each stage" in html
+    assert 'href="#paper-fake"' in html and 'id="paper-fake"' in html and "Time of each stage" in html
+    assert html.index("Summary") < html.index("Contents")
 
 
 def test_reproduce_papers_rejects_an_unknown_paper(tmp_path, capsys):
@@ -181,3 +186,74 @@ def test_experiment_modules_follow_the_run_report_plot_shape():
 def test_private_use_check_catches_a_private_call():
     tree = ast.parse("from zoo.papers import kueck04 as paper\nfrom zoo.x import _y\npaper._config(1)\n")
     assert _private_uses(tree) == {("zoo.x", "_y"), ("paper", "_config")}
+
+
+def test_each_run_adds_to_the_index_and_never_drops_another_paper(tmp_path, monkeypatch):
+    def make(name, claims):
+        def reproduce(out_dir, fast):
+            report = _fake_report(out_dir.parent)
+            report.paper, report.title = name, f"{name.capitalize()} (2000): a paper"
+            report.claims = claims
+            report.settings = {"seeds": "0-4"}
+            return report
+        return types.SimpleNamespace(reproduce=reproduce)
+
+    agree = Claim("ours beats the baseline", "Accuracy", {"ours": 0.91, "baseline": 0.5}, order=["ours", "baseline"])
+    differ = Claim("the baseline beats ours", "Accuracy", {"ours": 0.91, "baseline": 0.5},
+                   order=["baseline", "ours"])
+    modules = {"alpha": make("alpha", [agree]), "beta": make("beta", [agree, differ]), "gamma": make("gamma", [])}
+    monkeypatch.setattr(reproduce_module, "experiment_modules", lambda: modules)
+    for name in ("alpha", "beta", "gamma"):
+        assert reproduce_module.reproduce_papers(name, tmp_path, fast=True, command=["zoo", "reproduce", name]) == 0
+    text = (tmp_path / "index.md").read_text()
+    html = (tmp_path / "index.html").read_text()
+    for name in ("alpha", "beta", "gamma"):
+        assert f"## {name.capitalize()} (2000): a paper" in text and f'id="paper-{name}"' in html
+    summary = text[text.index("## Summary"):text.index("## Contents")]
+    assert "| reproduced | 1 of 1 claims agree" in summary and "| partly | 1 of 2 claims agree" in summary
+    assert "no claim of the paper checked" in summary and "seeds 0-4" in summary
+    assert "`zoo reproduce alpha`" in summary and "zoo " in summary and "commit" in summary
+    assert "data root" in summary
+    # rerunning one paper replaces its entry only
+    assert reproduce_module.reproduce_papers("alpha", tmp_path, fast=False, command=["zoo", "reproduce", "alpha"]) == 0
+    text = (tmp_path / "index.md").read_text()
+    assert text.count("## Alpha (2000): a paper") == 1 and "## Gamma (2000): a paper" in text
+    assert "| full |" in text and "| fast |" in text
+
+
+def test_claims_verdicts_come_from_the_numbers():
+    order = Claim("MAP beats ML", "RMS", {"MAP full": 0.127, "ML": 0.103}, order=["MAP full", "ML"],
+                  higher_is_better=False)
+    assert order.verdict() == "differs: ordering: paper MAP full < ML, zoo ML < MAP full"
+    close = Claim("accuracy 90", "Accuracy", {"ours": 0.91}, paper={"ours": 0.9}, tolerance=0.02)
+    assert close.agrees()
+    far = Claim("accuracy 90", "Accuracy", {"ours": 0.81}, paper={"ours": 0.9}, tolerance=0.02)
+    assert far.verdict().startswith("differs: gap over 0.0200: ours -0.09")
+    stuck = Claim("x", "T", {"a": Unconverged(0.5), "b": 0.1}, order=["a", "b"])
+    assert "unconverged" in stuck.verdict()
+
+
+def test_claims_table_is_read_against_the_numbers_it_quotes(tmp_path):
+    from zoo.reports import paper_markdown, verify_claims_markdown
+    report = _fake_report(tmp_path)
+    report.claims = [Claim("ours beats the baseline", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9},
+                           tolerance=0.05)]
+    assert verify_claims_markdown(paper_markdown(report, tmp_path)) == []
+    report.claims = [Claim("ours beats the baseline", "Accuracy", {"ours": 0.95}, paper={"ours": 0.9},
+                           tolerance=0.05)]
+    assert "ours = 0.950 not in its row" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
+    report.claims = [Claim("x", "No such table", {"ours": 0.91234})]
+    assert "not in the report" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
+    report.claims = [Claim("x", "Accuracy", {"theirs": 0.91234})]
+    assert "no row 'theirs'" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("paper", ["carbonetto03", "gustafson07", "kueck04"])
+def test_every_reports_claims_quote_its_own_tables(paper, tmp_path):
+    """A --fast reproduction's report.md: its claims table read against the tables it quotes."""
+    from zoo.reports import CLAIMS_TITLE, verify_claims_markdown
+    assert reproduce_module.reproduce_papers(paper, tmp_path, fast=True) == 0
+    text = (tmp_path / paper / "report.md").read_text()
+    assert CLAIMS_TITLE in text
+    assert verify_claims_markdown(text) == []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["pr_n", "pr_sampled", "empirical_word_proba", "matched_accuracy", "auc", "rms", "region_label_correct"]
+__all__ = ["pr_n", "pr_sampled", "empirical_word_proba", "matched_accuracy", "auc", "rms", "region_label_correct",
+           "per_word_annotation", "pixel_accuracy"]
 
 
 def _per_image_mean(errors: np.ndarray, image_ids: np.ndarray) -> float:
@@ -99,3 +100,58 @@ def region_label_correct(estimate, truth) -> np.ndarray:
     if estimate.shape != truth.shape:
         raise ValueError(f"estimate: expected the shape of truth {truth.shape}, got {estimate.shape}")
     return np.where(truth < 0, estimate == 0, estimate == truth + 1)
+
+
+def per_word_annotation(scores, captions, n_words: int = 5) -> dict:
+    """The image-annotation protocol of Duygulu et al. (2002) as scored since (Lavrenko et al. 2003, Feng et al.
+    2004, Makadia et al. 2008): each test image is annotated with its ``n_words`` best-scored words; then, for
+    every word that occurs in the test captions, recall = (images annotated with it correctly) / (test images whose
+    caption has it) and precision = (correct) / (images annotated with it), 0 when the word is never predicted.
+
+    scores (I, W): a score per image and vocabulary word (-inf: a word the method cannot predict, e.g. unseen in
+    training; it is never chosen); captions (I, W) bool. Returns {"P", "R" (means over the test words), "F1"
+    (2PR / (P + R) of those means, as the literature computes it), "N+" (words with recall > 0), "words" (number
+    of test words)}."""
+    scores = np.asarray(scores, dtype=np.float64)
+    captions = np.asarray(captions).astype(bool)
+    if scores.ndim != 2 or scores.shape != captions.shape:
+        raise ValueError(f"scores: expected the shape of captions {captions.shape}, got {scores.shape}")
+    if n_words < 1 or n_words > scores.shape[1]:
+        raise ValueError(f"n_words: expected 1..{scores.shape[1]}, got {n_words!r}")
+    if np.isnan(scores).any():
+        raise ValueError("scores: NaN entries (use -inf for a word the method cannot predict)")
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :n_words]
+    predicted = np.zeros_like(captions)
+    np.put_along_axis(predicted, top, True, axis=1)
+    predicted &= np.isfinite(scores)
+    test_words = np.flatnonzero(captions.any(axis=0))
+    if test_words.size == 0:
+        raise ValueError("captions: no test image has a word")
+    correct = (predicted & captions).sum(axis=0)[test_words]
+    n_true = captions.sum(axis=0)[test_words]
+    n_predicted = predicted.sum(axis=0)[test_words]
+    recall = correct / n_true
+    precision = np.where(n_predicted > 0, correct / np.maximum(n_predicted, 1), 0.0)
+    p, r = float(precision.mean()), float(recall.mean())
+    return {"P": p, "R": r, "F1": 0.0 if p + r == 0 else 2 * p * r / (p + r), "N+": int((recall > 0).sum()),
+            "words": int(test_words.size)}
+
+
+def pixel_accuracy(predicted, truth, void: int = -1) -> dict:
+    """Pixel accuracy of a labelling as weakly supervised segmentation work reports it (e.g. Verbeek & Triggs
+    2007, Vezhnevets & Buhmann 2010): ``predicted`` and ``truth`` are integer class maps of the same shape (any
+    number of images stacked or concatenated); pixels whose truth is ``void`` are excluded. Returns {"global":
+    share of non-void pixels labelled right, "class_avg": mean over the classes present in the truth of the share
+    of that class's pixels labelled right, "pixels": number of non-void pixels}."""
+    predicted = np.asarray(predicted)
+    truth = np.asarray(truth)
+    if predicted.shape != truth.shape:
+        raise ValueError(f"predicted: expected the shape of truth {truth.shape}, got {predicted.shape}")
+    keep = truth != void
+    if not keep.any():
+        raise ValueError("truth: every pixel is void")
+    t, p = truth[keep].ravel(), predicted[keep].ravel()
+    right = t == p
+    classes, inverse = np.unique(t, return_inverse=True)
+    per_class = np.bincount(inverse, weights=right, minlength=classes.size) / np.bincount(inverse)
+    return {"global": float(right.mean()), "class_avg": float(per_class.mean()), "pixels": int(t.size)}

@@ -15,11 +15,142 @@ import os
 import pathlib
 from typing import Any, Sequence, Union
 
-__all__ = ["Table", "Figure", "Section", "PaperReport", "format_number", "markdown_table", "save_figure",
-           "paper_markdown", "write_paper_markdown", "print_section", "format_seconds", "write_index_markdown", "write_index_html", "MIN_DPI"]
+__all__ = ["Table", "Figure", "Section", "PaperReport", "Claim", "Unconverged", "mark", "claims_table",
+           "format_number", "format_percent", "markdown_table", "save_figure", "paper_markdown",
+           "write_paper_markdown", "print_section", "format_seconds", "write_index_markdown", "write_index_html",
+           "run_context", "read_manifest", "update_manifest", "verify_claims_markdown", "MIN_DPI", "UNCONVERGED_MARK"]
 
 MIN_DPI = 100
 MIN_SIZE_INCHES = (6.0, 4.0)
+
+
+#: the mark of a number computed from chains that failed their convergence checks (r-hat, ESS)
+UNCONVERGED_MARK = "(unconverged)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Unconverged:
+    """A table cell whose number comes from MCMC chains that did not pass ``fit.diagnose()``: shown with
+    ``UNCONVERGED_MARK`` in the cell itself, so that no reader takes it for a converged estimate."""
+
+    value: Any
+
+
+def mark(value: Any, converged: bool) -> Any:
+    """``value`` as it is when ``converged``, else wrapped in :class:`Unconverged`."""
+    return value if converged else Unconverged(value)
+
+
+@dataclasses.dataclass
+class Claim:
+    """A paper's claim checked against the zoo's own numbers.
+
+    ``quote``: what the paper says (quoted as the paper's); ``table``: the title of the report's table holding the
+    zoo's numbers; ``zoo``: {row label (the first cell of a row of that table): the number in that row that the
+    claim is about}; ``paper``: the paper's numbers under the same labels (None where it gives only an ordering or
+    a plot); ``order``: the paper's ordering of the labels, best first (None: no ordering claimed);
+    ``higher_is_better``; ``tolerance``: the largest |zoo - paper| that still counts as agreement; ``why``: the
+    explanation of a gap (a gap over the tolerance or a different ordering without one is reported as such)."""
+
+    quote: str
+    table: str
+    zoo: dict
+    paper: dict | None = None
+    order: Sequence[str] | None = None
+    higher_is_better: bool = True
+    tolerance: float | None = None
+    why: str = ""
+
+    def zoo_order(self) -> list[str]:
+        """The labels ordered by the zoo's numbers, best first."""
+        values = {k: float(getattr(v, "value", v)) for k, v in self.zoo.items()}
+        return sorted(values, key=lambda k: -values[k] if self.higher_is_better else values[k])
+
+    def gaps(self) -> dict:
+        """{label: zoo - paper} for the labels with both numbers."""
+        if not self.paper:
+            return {}
+        return {k: float(getattr(self.zoo[k], "value", self.zoo[k])) - float(v) for k, v in self.paper.items()
+                if k in self.zoo and v is not None}
+
+    def verdict(self) -> str:
+        """"agrees", "agrees (ordering)" or "differs: ..." from the numbers (never from the text)."""
+        problems = []
+        if self.order is not None:
+            paper_order = [k for k in self.order if k in self.zoo]
+            zoo_order = [k for k in self.zoo_order() if k in paper_order]
+            sign = " > " if self.higher_is_better else " < "
+            if zoo_order != paper_order:
+                problems.append(f"ordering: paper {sign.join(paper_order)}, zoo {sign.join(zoo_order)}")
+        if self.tolerance is not None:
+            over = {k: g for k, g in self.gaps().items() if abs(g) > self.tolerance}
+            if over:
+                problems.append("gap over " + format_number(float(self.tolerance)) + ": "
+                                + ", ".join(f"{k} {g:+.3g}" for k, g in over.items()))
+        if any(isinstance(v, Unconverged) for v in self.zoo.values()):
+            problems.append("from unconverged chains")
+        return "agrees" if not problems else "differs: " + "; ".join(problems)
+
+    def agrees(self) -> bool:
+        return self.verdict() == "agrees"
+
+
+CLAIMS_HEADER = ["the paper says", "zoo's numbers", "from table", "paper's numbers", "verdict", "why the gap"]
+CLAIMS_TITLE = "Claims checked against the zoo's numbers"
+
+
+def claims_table(claims: Sequence[Claim]) -> Table:
+    """The claims of a report as one table: the paper's claim, the zoo's numbers and the table they are quoted
+    from, the paper's numbers, the verdict computed from them, and the line explaining a gap."""
+    rows = []
+    for c in claims:
+        zoo = "; ".join(f"{k} = {format_number(v)}" for k, v in c.zoo.items())
+        paper = "; ".join(f"{k} = {format_number(v)}" for k, v in (c.paper or {}).items()) or "-"
+        verdict = c.verdict()
+        why = c.why or ("-" if verdict == "agrees" else "no explanation found: an open gap")
+        rows.append([f"\u201c{c.quote}\u201d", zoo, c.table, paper, verdict, why])
+    return Table(CLAIMS_TITLE, CLAIMS_HEADER, rows,
+                 note="Each claim is the paper's; the verdict compares the zoo's numbers quoted from the named "
+                      "table (orderings explicitly; numbers within the stated tolerance).")
+
+
+def _markdown_tables(text: str) -> dict:
+    """{heading: rows (lists of cell strings, header first)} of every table under a Markdown heading."""
+    tables, heading, rows = {}, None, None
+    for line in text.splitlines() + [""]:
+        if line.startswith("#"):
+            heading, rows = line.lstrip("#").strip(), None
+        elif line.startswith("|") and heading is not None:
+            if rows is None:
+                rows = tables.setdefault(heading, [])
+            if not set(line.replace("|", "").strip()) <= {"-"}:
+                cells = [c.strip().replace("\\|", "|") for c in line.strip().strip("|").split(" | ")]
+                rows.append(cells)
+        else:
+            rows = None
+    return tables
+
+
+def verify_claims_markdown(text: str) -> list[str]:
+    """Read a report's claims table (Markdown) against the tables it quotes: every "label = number" must be the
+    number shown in the row of that label (its first cell) of the named table. Returns the problems found."""
+    tables = _markdown_tables(text)
+    problems = []
+    for row in tables.get(CLAIMS_TITLE, [])[1:]:
+        quoted, source = row[1], row[2]
+        if source not in tables:
+            problems.append(f"claim {row[0][:60]}: table {source!r} not in the report")
+            continue
+        by_label = {r[0]: r[1:] for r in tables[source][1:]}
+        for pair in quoted.split("; "):
+            label, _, number = pair.rpartition(" = ")
+            number = number.replace(" " + UNCONVERGED_MARK, "")
+            if label not in by_label:
+                problems.append(f"claim {row[0][:60]}: no row {label!r} in table {source!r}")
+            elif not any(number in cell.replace("±", " ").split() for cell in by_label[label]):
+                problems.append(f"claim {row[0][:60]}: {label} = {number} not in its row {by_label[label]} of "
+                                f"table {source!r}")
+    return problems
 
 
 @dataclasses.dataclass
@@ -66,6 +197,25 @@ class PaperReport:
     sections: list[Section] = dataclasses.field(default_factory=list)
     seconds: float | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    claims: list[Claim] = dataclasses.field(default_factory=list)
+    #: "reproduced", "partly" or "not", with a one-line reason; empty: derived from the claims (``outcome``)
+    status: str = ""
+    status_reason: str = ""
+    #: the run's settings worth a line in the index (seeds, sizes, data used)
+    settings: dict = dataclasses.field(default_factory=dict)
+
+    def outcome(self) -> tuple[str, str]:
+        """("reproduced" | "partly" | "not", reason): the experiment's own statement when it set one, else from
+        the claims (all agree: reproduced; some: partly; none: not) and whether any fit failed to converge."""
+        if self.status:
+            return self.status, self.status_reason
+        if not self.claims:
+            return "partly", "no claim of the paper checked by this run"
+        agree = sum(c.agrees() for c in self.claims)
+        reason = f"{agree} of {len(self.claims)} claims agree with the zoo's numbers"
+        if agree == len(self.claims):
+            return "reproduced", reason
+        return ("partly" if agree else "not"), reason
 
     def add(self, section: Section) -> Section:
         """Append ``section`` and return it."""
@@ -76,10 +226,14 @@ class PaperReport:
 # ----------------------------------------------------------------------------------------------- formatting
 def format_number(value: Any) -> str:
     """One format for every cell of every table: None -> "-", NaN -> "n/a", ints as they are, floats with three
-    decimals below 10 (0.838, 3.398), one decimal from 10 on (98.3, 123.4), three significant digits in scientific
-    notation from 1e5 on and below 1e-3; anything else (strings: preformatted cells) by ``str``."""
+    significant figures (0.838, 3.40, 98.3, 1235), in scientific notation below 1e-4 and from 1e6 on (1.23e-05);
+    an :class:`Unconverged` value with its mark; anything else (strings: preformatted cells) by ``str``. Quantities
+    with their own unit keep it in the caller: percentages one decimal (``format_percent``), seconds
+    ``format_seconds``."""
     if value is None:
         return "-"
+    if isinstance(value, Unconverged):
+        return f"{format_number(value.value)} {UNCONVERGED_MARK}"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") in "iu"):
@@ -91,12 +245,20 @@ def format_number(value: Any) -> str:
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
         magnitude = abs(x)
-        if magnitude >= 1e5 or (0 < magnitude < 1e-3):
+        if x == 0:
+            return "0"
+        if magnitude >= 1e6 or magnitude < 1e-4:
             return f"{x:.2e}"
-        if magnitude >= 10:
-            return f"{x:.1f}"
-        return f"{x:.3f}"
+        if magnitude >= 100:
+            return f"{x:.0f}"
+        decimals = max(0, 2 - int(math.floor(math.log10(magnitude))))
+        return f"{x:.{decimals}f}"
     return str(value)
+
+
+def format_percent(share: float) -> str:
+    """A share in [0, 1] as a percentage with one decimal ("63.4 %"'s number: "63.4")."""
+    return "n/a" if share is None or not math.isfinite(float(share)) else f"{100 * float(share):.1f}"
 
 
 def _markdown_cell(value: Any) -> str:
@@ -182,13 +344,21 @@ def _item_markdown(item: Item, root: pathlib.Path, level: int) -> list[str]:
     return lines
 
 
+def _status_line(report: PaperReport) -> str:
+    status, reason = report.outcome()
+    return f"**{status.capitalize()}**: {reason}."
+
+
 def paper_markdown(report: PaperReport, root: pathlib.Path, level: int = 2) -> str:
-    """One paper's report as Markdown (headings from ``level``; figure links relative to ``root``)."""
-    lines = [f"{'#' * level} {report.title}", "",
+    """One paper's report as Markdown (headings from ``level``; figure links relative to ``root``): the outcome,
+    the notes, the claims checked, then the sections."""
+    lines = [f"{'#' * level} {report.title}", "", _status_line(report), "",
              f"Experiment module `zoo.experiments.{report.paper}`; time {format_seconds(report.seconds)}.", ""]
     lines += [f"- {note}" for note in report.notes]
     if report.notes:
         lines.append("")
+    if report.claims:
+        lines += _item_markdown(claims_table(report.claims), root, level + 1)
     for section in report.sections:
         lines += [f"{'#' * (level + 1)} {section.title}", "", f"Time: {format_seconds(section.seconds)}.", ""]
         if section.note:
@@ -214,18 +384,126 @@ def _stage_rows(reports: Sequence[PaperReport]) -> list[list[Any]]:
     return rows
 
 
-def write_index_markdown(reports: Sequence[PaperReport], out_root: pathlib.Path) -> pathlib.Path:
-    """``out_root/index.md``: contents, the time of each stage, then every paper's sections in order."""
+# ------------------------------------------------------------------------------------------ the run manifest
+MANIFEST = "index.json"
+
+
+def run_context(command: Sequence[str] | None = None) -> dict:
+    """What the top of an index says about a run: zoo version, git commit (or why none), date (UTC), the command
+    line, and the data sets found (each real data set: present / missing, and the data root)."""
+    import datetime
+    import subprocess
+    import sys
+
+    import zoo
+    from zoo.data.location import data_root, dataset_status, datasets
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                                cwd=pathlib.Path(__file__).resolve().parent).stdout.strip() or "not a git checkout"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=10, cwd=pathlib.Path(__file__).resolve().parent).stdout.strip()
+        if dirty and commit != "not a git checkout":
+            commit += " (with uncommitted changes)"
+    except (OSError, subprocess.SubprocessError):
+        commit = "not a git checkout"
+    found = {info.name: dataset_status(info)[0] for info in datasets() if info.kind == "real"}
+    root = data_root()
+    return {"version": zoo.__version__, "commit": commit,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": " ".join(command if command is not None else ["zoo", *sys.argv[1:]]),
+            "data_root": str(root) if root is not None else "none found",
+            "data": found}
+
+
+def read_manifest(out_root: pathlib.Path) -> dict:
+    """{paper: entry} of the index in ``out_root`` (empty when there is none or it cannot be read)."""
+    import json
+
+    path = pathlib.Path(out_root) / MANIFEST
+    if not path.exists():
+        return {}
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return entries if isinstance(entries, dict) else {}
+
+
+def manifest_entry(report: PaperReport, out_root: pathlib.Path, context: dict, fast: bool) -> dict:
+    """One paper's entry of the index: its latest run's outcome, settings, context, and its report rendered as
+    Markdown and HTML (so that a later run of another paper can rebuild the whole index)."""
+    status, reason = report.outcome()
+    return {"paper": report.paper, "title": report.title, "status": status, "reason": reason,
+            "mode": "fast" if fast else "full", "seconds": report.seconds, "settings": dict(report.settings),
+            "context": context, "markdown": paper_markdown(report, out_root, level=2),
+            "html": _html_paper(report), "stages": _stage_rows([report])}
+
+
+def update_manifest(report: PaperReport, out_root: pathlib.Path, context: dict, fast: bool) -> dict:
+    """Add or replace ``report``'s entry in ``out_root/index.json``, keep every other paper's; returns them all."""
+    import json
+
+    entries = read_manifest(out_root)
+    entries[report.paper] = manifest_entry(report, out_root, context, fast)
+    entries = dict(sorted(entries.items()))
     out_root = pathlib.Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
-    lines = ["# zoo reproductions", "", "## Contents", ""]
-    lines += [f"- [{r.title}](#{_anchor(r.title)}) ({format_seconds(r.seconds)})" for r in reports]
-    lines += ["", "## Time of each stage", "", markdown_table(["paper", "stage", "time"], _stage_rows(reports)), ""]
-    for report in reports:
-        lines += [paper_markdown(report, out_root, level=2), ""]
+    (out_root / MANIFEST).write_text(json.dumps(entries, indent=1, default=str))
+    return entries
+
+
+def _settings_text(entry: dict) -> str:
+    settings = ", ".join(f"{k} {v}" for k, v in entry.get("settings", {}).items())
+    return settings or "settings fixed in the experiment module"
+
+
+def _summary_lines(entries: dict) -> list[str]:
+    """The top of ``index.md``: per paper its outcome (linked), run date, mode, settings; then each distinct run
+    context (version, commit, command, data)."""
+    lines = ["## Summary", "", markdown_table(
+        ["paper", "outcome", "why", "run", "mode", "seeds and settings"],
+        [[f"[{e['paper']}](#{_anchor(e['title'])})", e["status"], e["reason"], e["context"]["date"], e["mode"],
+          _settings_text(e)] for e in entries.values()]), ""]
+    contexts = {}
+    for e in entries.values():
+        c = e["context"]
+        key = (c["version"], c["commit"], c["command"], c["date"])
+        contexts.setdefault(key, (c, []))[1].append(e["paper"])
+    lines += ["## Runs", ""]
+    for c, papers in contexts.values():
+        present = sorted(k for k, v in c["data"].items() if v == "present")
+        missing = sorted(k for k, v in c["data"].items() if v != "present")
+        lines += [f"- `{c['command']}` ({', '.join(papers)}): zoo {c['version']}, commit {c['commit']}, "
+                  f"{c['date']}; data root {c['data_root']}: found {', '.join(present) or 'none'}"
+                  + (f"; missing {', '.join(missing)}" if missing else "")]
+    return lines + [""]
+
+
+def write_index_markdown(reports: Sequence[PaperReport] | dict, out_root: pathlib.Path) -> pathlib.Path:
+    """``out_root/index.md``: the summary (each paper's outcome, run and settings; the runs' version, commit,
+    command and data), contents, the time of each stage, then every paper's report. ``reports``: the manifest
+    entries (``update_manifest``) or PaperReports (rendered with the current context)."""
+    out_root = pathlib.Path(out_root)
+    out_root.mkdir(parents=True, exist_ok=True)
+    entries = _as_entries(reports, out_root)
+    lines = ["# zoo reproductions", "", *_summary_lines(entries), "## Contents", ""]
+    lines += [f"- [{e['title']}](#{_anchor(e['title'])}) ({format_seconds(e['seconds'])})"
+              for e in entries.values()]
+    stages = [row for e in entries.values() for row in e["stages"]]
+    lines += ["", "## Time of each stage", "", markdown_table(["paper", "stage", "time"], stages), ""]
+    for e in entries.values():
+        lines += [e["markdown"], ""]
     path = out_root / "index.md"
     path.write_text("\n".join(lines).rstrip() + "\n")
     return path
+
+
+def _as_entries(reports, out_root: pathlib.Path) -> dict:
+    if isinstance(reports, dict):
+        return reports
+    context = run_context()
+    return {r.paper: manifest_entry(r, out_root, context, fast=False) for r in reports}
 
 
 # ---------------------------------------------------------------------------------------------------- HTML
@@ -259,15 +537,19 @@ def _is_numeric(text: str) -> bool:
     return True
 
 
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], links: dict | None = None) -> str:
+    """A table; ``links``: {column: [href per row]} makes those cells links."""
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
     body = []
-    for row in rows:
+    for r, row in enumerate(rows):
         cells = []
-        for cell in row:
+        for c, cell in enumerate(row):
             text = format_number(cell)
             cls = ' class="num"' if _is_numeric(text) else ""
-            cells.append(f"<td{cls}>{html.escape(text)}</td>")
+            inner = html.escape(text)
+            if links and c in links:
+                inner = f'<a href="{html.escape(links[c][r])}">{inner}</a>'
+            cells.append(f"<td{cls}>{inner}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f'<div class="overflow"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
@@ -289,14 +571,19 @@ def _html_item(item: Item) -> str:
             f"src=\"{_embedded_png(path)}\">{caption}</figure>")
 
 
-def _html_paper(report: PaperReport, index: int) -> str:
-    parts = [f'<h2 id="paper-{index}">{html.escape(report.title)}</h2>',
+def _html_paper(report: PaperReport) -> str:
+    anchor = f"paper-{report.paper}"
+    status, reason = report.outcome()
+    parts = [f'<h2 id="{anchor}">{html.escape(report.title)}</h2>',
+             f"<p><strong>{html.escape(status.capitalize())}</strong>: {html.escape(reason)}.</p>",
              f'<p class="time">Experiment module <code>zoo.experiments.{html.escape(report.paper)}</code>; time '
              f"{html.escape(format_seconds(report.seconds))}.</p>"]
     if report.notes:
         parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in report.notes) + "</ul>")
+    if report.claims:
+        parts.append(_html_item(claims_table(report.claims)))
     for s, section in enumerate(report.sections):
-        parts.append(f'<h3 id="paper-{index}-{s}">{html.escape(section.title)}</h3>'
+        parts.append(f'<h3 id="{anchor}-{s}">{html.escape(section.title)}</h3>'
                      f'<p class="time">Time: {html.escape(format_seconds(section.seconds))}.</p>')
         if section.note:
             parts.append(f'<p class="note">{html.escape(section.note)}</p>')
@@ -304,26 +591,33 @@ def _html_paper(report: PaperReport, index: int) -> str:
     return "\n".join(parts)
 
 
-def index_html(reports: Sequence[PaperReport], title: str = "zoo reproductions") -> str:
-    """The whole index as one HTML document (CSS inline, figures as base64 PNG data URIs, no external links)."""
-    toc = []
-    for i, report in enumerate(reports):
-        sub = "".join(f'<li><a href="#paper-{i}-{s}">{html.escape(sec.title)}</a></li>'
-                      for s, sec in enumerate(report.sections))
-        toc.append(f'<li><a href="#paper-{i}">{html.escape(report.title)}</a> '
-                   f"({html.escape(format_seconds(report.seconds))})<ul>{sub}</ul></li>")
-    stages = _html_table(["paper", "stage", "time"], _stage_rows(reports))
-    body = "\n".join(_html_paper(r, i) for i, r in enumerate(reports))
+def index_html(reports: Sequence[PaperReport] | dict, title: str = "zoo reproductions",
+               out_root: pathlib.Path | None = None) -> str:
+    """The whole index as one HTML document (CSS inline, figures as base64 PNG data URIs, no external links):
+    the summary first, then contents, stage times and each paper's report."""
+    entries = _as_entries(reports, pathlib.Path(out_root or "."))
+    summary = _html_table(["paper", "outcome", "why", "run", "mode", "seeds and settings"],
+                          [[e["paper"], e["status"], e["reason"], e["context"]["date"], e["mode"], _settings_text(e)]
+                           for e in entries.values()], links={0: [f"#paper-{p}" for p in entries]})
+    runs = []
+    for line in _summary_lines(entries):
+        if line.startswith("- "):
+            runs.append(f"<li>{html.escape(line[2:].replace('`', ''))}</li>")
+    toc = "".join(f'<li><a href="#paper-{html.escape(p)}">{html.escape(e["title"])}</a> '
+                  f"({html.escape(format_seconds(e['seconds']))})</li>" for p, e in entries.items())
+    stages = _html_table(["paper", "stage", "time"], [row for e in entries.values() for row in e["stages"]])
+    body = "\n".join(e["html"] for e in entries.values())
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{CSS}</style></head><body>\n<h1>{html.escape(title)}</h1>\n"
-            f"<nav><h2>Contents</h2><ul>{''.join(toc)}</ul></nav>\n"
+            f"<h2>Summary</h2>{summary}<h3>Runs</h3><ul>{''.join(runs)}</ul>\n"
+            f"<nav><h2>Contents</h2><ul>{toc}</ul></nav>\n"
             f"<h2>Time of each stage</h2>{stages}\n{body}\n</body></html>\n")
 
 
-def write_index_html(reports: Sequence[PaperReport], out_root: pathlib.Path) -> pathlib.Path:
+def write_index_html(reports: Sequence[PaperReport] | dict, out_root: pathlib.Path) -> pathlib.Path:
     """``out_root/index.html``: one self-contained page (see ``index_html``)."""
     out_root = pathlib.Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
     path = out_root / "index.html"
-    path.write_text(index_html(reports), encoding="utf-8")
+    path.write_text(index_html(reports, out_root=out_root), encoding="utf-8")
     return path

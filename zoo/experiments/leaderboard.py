@@ -80,7 +80,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     """The leaderboard table and figure (``leaderboard.png``); a note only when MSRC-v2 is missing."""
     from zoo.leaderboards import board as lb
     from zoo.data import msrc
-    from zoo.leaderboards.report import before_after, goals
+    from zoo.leaderboards.report import before_after
     from zoo.reports import Figure, PaperReport, Section, Table, print_section
 
     out_dir = pathlib.Path(out_dir)
@@ -119,6 +119,6 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
                     round(100 * p["diff"][0], 1), round(100 * p["diff"][1], 1), p["splits"]]
                    for p in before_after(rows)],
                   note="MSRC-v2: within-caption region accuracy; Corel5k: P@5. No choice sees a test image.")
-    report.notes += [f"goal: {g}" for g in goals(rows)]
+
     print_section(report.add(Section("Leaderboard", [table, pairs, figure], seconds=time.perf_counter() - t0)))
     return report

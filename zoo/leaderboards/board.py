@@ -346,11 +346,14 @@ def cli(args) -> int:
                              f"their true words (zoo regions writes none: label them, e.g. "
                              f"AnnotatedRegions.from_table(..., region_label='word') and zoo.data.save_container)")
         rows = leaderboard(data, models=args.model or None, splits=args.splits, fast=args.fast, results=results)
+    from zoo.leaderboards.document import plot_summary, render_markdown
     summary = summarize(rows)
     table = markdown_table(summary)
-    (out / "leaderboard.md").write_text(table + "\n")
+    measured = {"seeded": summary, "standard": [], "pixel": [], "mil": []}
+    # the same document as docs/leaderboard.md, of this run's rows (no published rows: other protocols)
+    (out / "leaderboard.md").write_text(render_markdown(measured, ()))
     (out / "leaderboard.json").write_text(json.dumps(rows, indent=1))
-    plot_leaderboard(summary, out / "leaderboard.png")
+    plot_summary(measured, (), out / "leaderboard.png")
     print(table)
     print(f"zoo leaderboard: {out / 'leaderboard.md'}, {out / 'leaderboard.json'}, {out / 'leaderboard.png'}")
     return 0

@@ -1,0 +1,401 @@
+"""``docs/leaderboard.md`` and ``docs/leaderboard.png``: the leaderboard as a reader uses it.
+
+Reads the measured rows (``docs/results/``: the seeded-split summary of ``zoo.leaderboard``, the Corel5k standard
+split of ``zoo.leaderboards.corel5k_standard``, and, when present, the MSRC pixel accuracies and the MIL protocol
+runs) and writes: what each metric means, one table per data set and setting sorted by its main metric (the
+supervised bound set apart, rows identical in every metric merged), the published rows beside the zoo's with the
+protocol difference in one line, a "which model when" summary computed from the numbers, and one figure.
+
+``python -m zoo.leaderboards.document [--results docs/results] [--out docs]``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+
+import numpy as np
+
+__all__ = ["load_results", "merge_identical", "setting_label", "method_label", "render_markdown",
+           "which_model_when", "plot_summary", "write_docs", "ACC_METRICS"]
+
+ACC_METRICS = ("caption_acc", "free_acc", "P@5", "R@5")
+REGION_METRICS = ("caption_acc", "free_acc", "P@5", "R@5", "log_density")
+FEATURES = {"carbonetto03": "features of Carbonetto et al. 2003", "gustafson07": "features of Gustafson et al. 2007",
+            "kueck04": "features of Kück 2004"}
+MODEL_NAMES = (("carbonetto03 ", "translation (Carbonetto et al. 2003) "), ("gustafson07 ", "Gustafson et al. 2007 "),
+               ("kueck04 ", "Kück 2004 "))
+
+
+def setting_label(dataset: str) -> str:
+    """"msrc_v2 carbonetto03 ncut" -> "MSRC-v2, NCut regions, features of Carbonetto et al. 2003"."""
+    parts = dataset.split()
+    if parts[0] == "msrc_v2" and len(parts) == 3:
+        segmentation = {"ncut": "NCut", "slic": "SLIC"}.get(parts[2], parts[2])
+        return f"MSRC-v2, {segmentation} regions, {FEATURES.get(parts[1], parts[1] + ' features')}"
+    return {"corel5k": "Corel5k, seeded 4,500 / 500 splits",
+            "corel5k standard": "Corel5k, standard split (Mulan train / test)"}.get(dataset, dataset)
+
+
+def method_label(method: str) -> str:
+    """A model's name that no longer doubles as a feature set's: "carbonetto03 MAP full" -> "translation
+    (Carbonetto et al. 2003) MAP full"."""
+    for prefix, name in MODEL_NAMES:
+        if method.startswith(prefix):
+            return name + method[len(prefix):]
+    return method
+
+
+def load_results(folder) -> dict:
+    """{"seeded": summary rows, "standard": Corel5k standard rows, "pixel": rows or [], "mil": rows or []}."""
+    folder = pathlib.Path(folder)
+
+    def jsonl(name):
+        path = folder / name
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    seeded = json.loads((folder / "leaderboard_seeded.json").read_text())["rows"] \
+        if (folder / "leaderboard_seeded.json").exists() else []
+    for row in seeded:
+        for key, value in row.items():
+            if isinstance(value, list) and len(value) == 2 and key not in ("errors",):
+                row[key] = tuple(float("nan") if v is None else float(v) for v in value)
+    return {"seeded": seeded, "standard": jsonl("corel5k_standard.jsonl"), "pixel": jsonl("msrc_pixel.jsonl"),
+            "mil": jsonl("mil_protocol.jsonl")}
+
+
+def _metric_key(row, metrics):
+    return tuple(round(float(row[m][0]), 6) if not math.isnan(row[m][0]) else None for m in metrics) + \
+        tuple(round(float(row[m][1]), 6) if not math.isnan(row[m][1]) else None for m in metrics)
+
+
+def merge_identical(rows: list[dict], metrics=REGION_METRICS) -> list[dict]:
+    """Rows of one setting identical in every metric (mean and sd; fit time aside) merged into the first, whose
+    name says which others gave the same numbers (e.g. a model that standardizes its features itself, run on
+    raw and on standardized features)."""
+    out, seen = [], {}
+    for row in rows:
+        key = _metric_key(row, [m for m in metrics if m in row])
+        if key in seen:
+            seen[key].setdefault("same_as", []).append(row["method"])
+            continue
+        row = dict(row)
+        seen[key] = row
+        out.append(row)
+    return out
+
+
+def _pm(pair, scale=100.0, digits=1) -> str:
+    mean, sd = pair
+    if mean is None or math.isnan(mean):
+        return "n/a"
+    return f"{scale * mean:.{digits}f} ± {scale * sd:.{digits}f}"
+
+
+def _name(row) -> str:
+    name = method_label(row["method"])
+    if row.get("same_as"):
+        # a row with the same numbers in every metric: named by what differs ("raw features")
+        others = [method_label(m) for m in row["same_as"]]
+        others = [o[len(name):].strip(" ()") if o.startswith(name) else o for o in others]
+        name += " (same numbers: " + ", ".join(others) + ")"
+    if row.get("splits", 5) != 5:
+        name += f" [{row['splits']} split{'s' if row['splits'] != 1 else ''}]"
+    return name
+
+
+def _seconds(pair) -> str:
+    from zoo.reports import format_number
+    return format_number(float(pair[0]))
+
+
+def _by_setting(rows):
+    out = {}
+    for r in rows:
+        out.setdefault(r["dataset"], []).append(r)
+    return out
+
+
+def _sorted(rows, metric):
+    return sorted(rows, key=lambda r: -(r[metric][0] if not math.isnan(r[metric][0]) else -1))
+
+
+def _md_table(header, rows) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return lines
+
+
+def _msrc_table(rows) -> list[str]:
+    weak = merge_identical(_sorted([r for r in rows if r["family"] != "bound"], "caption_acc"))
+    bound = [r for r in rows if r["family"] == "bound"]
+    header = ["method", "kind", "caption acc %", "free acc %", "P@5 %", "R@5 %", "log density", "fit s"]
+    body = [[_name(r), "model" if r["family"] == "model" else "baseline", _pm(r["caption_acc"]), _pm(r["free_acc"]),
+             _pm(r["P@5"]), _pm(r["R@5"]), _pm(r["log_density"], 1.0, 2), _seconds(r["fit_s"])] for r in weak]
+    lines = _md_table(header, body)
+    for r in bound:
+        lines += ["", f"Upper bound (trained on the true region labels, which no other row sees): {_name(r)}: caption "
+                      f"{_pm(r['caption_acc'])} %, free {_pm(r['free_acc'])} %, P@5 {_pm(r['P@5'])} %."]
+    return lines
+
+
+def _corel_seeded_table(rows) -> list[str]:
+    rows = merge_identical(_sorted(rows, "P@5"), ("P@5", "R@5"))
+    return _md_table(["method", "kind", "P@5 %", "R@5 %", "fit s"],
+                     [[_name(r), r["family"], _pm(r["P@5"]), _pm(r["R@5"]), _seconds(r["fit_s"])] for r in rows])
+
+
+def _corel_standard_table(rows, published) -> list[str]:
+    rows = sorted(rows, key=lambda r: -r["F1"])
+    body = [[method_label(r["method"]), "zoo, 499 blob tokens", f"{r['P']:.3f}", f"{r['R']:.3f}", f"{r['F1']:.3f}",
+             str(r["N+"]), f"{100 * r['P@5']:.1f}", f"{r['fit_s']:.0f}"] for r in rows]
+    for p in sorted(published, key=lambda p: -(2 * p["P"] * p["R"] / (p["P"] + p["R"]))):
+        f1 = 2 * p["P"] * p["R"] / (p["P"] + p["R"])
+        body.append([p["method"], f"published, features as stated: {p['features']}", f"{p['P']:.2f}",
+                     f"{p['R']:.2f}", f"{f1:.3f}", str(p["Nplus"]), "-", "-"])
+    lines = _md_table(["method", "source", "P (per word)", "R (per word)", "F1", "N+", "P@5 % (per image)", "fit s"],
+                      body)
+    lines += ["", "Published rows: " + "; ".join(f"{p['method']}: {p['source']}" for p in published) + ". "
+              "Protocol difference in one line: the published rows use richer visual features than the 499 blob "
+              "tokens (presence only) that Mulan distributes and the zoo's rows use; split, vocabulary, 5 words per "
+              "image and the per-word averaging are the same."]
+    return lines
+
+
+def _pixel_table(rows) -> list[str]:
+    rows = sorted(rows, key=lambda r: -r["global"][0])
+    return _md_table(["method", "setting", "global pixel acc %", "class-average pixel acc %", "splits"],
+                     [[method_label(r["method"]), setting_label(r["dataset"]), _pm(r["global"]),
+                       _pm(r["class_avg"]), str(r["splits"])] for r in rows])
+
+
+def _mil_table(rows, published) -> list[str]:
+    body = []
+    for r in rows:
+        body.append([r["method"], r["data"], r["protocol"], f"{r['accuracy'][0]:.1f} ± {r['accuracy'][1]:.1f}",
+                     r.get("note", "")])
+    for p in published:
+        body.append([p["method"], p["data"], "published (Carbonneau et al. 2018, Table 4; their folds)",
+                     f"{p['accuracy']:.1f} ± {p['se']:.1f} (s.e.)", ""])
+    return _md_table(["method", "data", "protocol", "bag accuracy % (mean ± sd over runs)", "note"], body)
+
+
+def which_model_when(seeded, standard) -> list[str]:
+    """Summary computed from the rows: per task the methods that are best or within one sd of the best on the
+    most MSRC-v2 settings (rows identical in every metric counted once), a table of the best per setting, and the
+    Corel5k standard split's best."""
+    msrc = {d: merge_identical([r for r in rows if r["family"] != "bound"])
+            for d, rows in _by_setting(seeded).items() if d.startswith("msrc_v2")}
+    tasks = (("caption_acc", "label the regions of captioned images (within-caption accuracy)"),
+             ("free_acc", "label regions without a caption (free accuracy)"),
+             ("P@5", "annotate whole images with words (P@5)"))
+    lines, best = [], {}
+    for metric, task in tasks if msrc else ():
+        wins = {}
+        for dataset, rows in msrc.items():
+            weak = [r for r in rows if not math.isnan(r[metric][0])]
+            top = max(weak, key=lambda r: r[metric][0])
+            best[(dataset, metric)] = top
+            for r in weak:
+                if r[metric][0] >= top[metric][0] - top[metric][1]:
+                    wins.setdefault(_name(r), []).append(dataset)
+        leaders = sorted(wins.items(), key=lambda kv: -len(kv[1]))
+        if not leaders:
+            continue
+        most = len(leaders[0][1])
+        names = [m for m, d in leaders if len(d) == most]
+        lines.append(f"- To {task}: {', '.join(names)} (best or within one sd of the best on {most} of "
+                     f"{len(msrc)} settings).")
+    if standard:
+        top = max(standard, key=lambda r: r["F1"])
+        tm = [r for r in standard if r["method"].startswith("translation")]
+        line = (f"- To annotate Corel5k images from blob tokens (standard split): {method_label(top['method'])} "
+                f"(per-word F1 {top['F1']:.3f}, N+ {top['N+']})")
+        if tm and tm[0] is not top:
+            line += f"; the discrete translation model: F1 {tm[0]['F1']:.3f}, N+ {tm[0]['N+']}"
+        lines.append(line + ". The published rows, with richer features, are well above every blob-token row.")
+    if not msrc:
+        return lines
+    lines += ["", "Best per MSRC-v2 setting (mean over 5 splits):", ""]
+    rows = [[setting_label(d).replace("MSRC-v2, ", "")] +
+            [f"{_name(best[(d, m)])} {100 * best[(d, m)][m][0]:.1f}" for m, _ in tasks] for d in msrc]
+    lines += _md_table(["setting", "within-caption acc %", "free acc %", "P@5 %"], rows)
+    return lines
+
+
+def render_markdown(results: dict, published_corel, published_mil=()) -> str:
+    """The whole document (see the module docstring)."""
+    seeded, standard = results["seeded"], results["standard"]
+    settings = _by_setting(seeded)
+    msrc = sorted(d for d in settings if d.startswith("msrc_v2"))
+    msrc.sort(key=lambda d: (d.split()[1] != "carbonetto03", d.split()[1], d.split()[2]))
+    out = ["# Leaderboard: region-word models beside baselines", "",
+           "Every number is measured by the zoo on the data named; published numbers appear only where marked "
+           "\"published\", with their source. Means ± standard deviations over seeded splits.", "",
+           "## Which model when", "", *which_model_when(seeded, standard), "",
+           "## Metrics", "",
+           "- **caption acc %** (MSRC-v2): share of labelled test regions whose true word is the method's best word "
+           "among the test image's own caption words (the caption is given at test time); ties split evenly.",
+           "- **free acc %** (MSRC-v2): the same over the whole vocabulary (no caption at test time).",
+           "- **P@5 / R@5 %** (per image): the 5 best words of each test image (region scores averaged), precision "
+           "and recall against its caption, averaged over images.",
+           "- **log density**: mean log p(true word | region) over test regions, for methods with normalized "
+           "probabilities (n/a otherwise). Higher is better.",
+           "- **P, R, F1, N+ (per word; Corel5k standard split)**: each test image annotated with its 5 best words; "
+           "per word, recall = correct / test images with the word, precision = correct / images annotated with it "
+           "(0 if never predicted); P and R are means over the words of the test captions (263 on Mulan's split; "
+           "the literature's 260 after its own filtering), F1 = 2PR / (P + R) from those means, N+ = words with "
+           "recall > 0.",
+           "- **pixel accuracy** (MSRC-v2, free labelling, no caption): share of non-void pixels whose region got "
+           "the right word (global), and the mean over classes of that share (class average).",
+           "- **fit s**: wall seconds to fit and predict one split (mean over splits), mostly on a shared 2-core "
+           "machine (a few MCMC splits on a 16-core one, same code and seeds): a rough cost, not a benchmark.",
+           "", "## Protocol", "",
+           "MSRC-v2: 591 images, half for training and half for test in each of 5 seeded splits "
+           "(`numpy.random.default_rng(seed)`, seed 0-4); features standardized on the training regions; the test "
+           "images are seen without captions; every hyperparameter is chosen on training images only (inner "
+           "cross-validation or the training objective). Corel5k: 5,000 images with 499 blob tokens; seeded 4,500 / "
+           "500 splits (P@5 / R@5), and the standard fixed split of the literature (per-word metrics).", ""]
+    out += ["## MSRC-v2 region labelling", "",
+            "One table per segmentation and feature set, sorted by within-caption accuracy. Models on the "
+            "features of Gustafson et al. and Kück were run with the cheaper methods only.", ""]
+    for d in msrc:
+        out += [f"### {setting_label(d)}", "", *_msrc_table(settings[d]), ""]
+    if results["pixel"]:
+        out += ["## MSRC-v2 pixel accuracy (free labelling, void excluded)", "", *_pixel_table(results["pixel"]), ""]
+    elif msrc:
+        out += ["## MSRC-v2 pixel accuracy", "", "Not measured yet: `zoo.metrics.pixel_accuracy` computes it "
+                "(global and class average, void excluded) once the region maps of the test images are scored; the "
+                "leaderboard run that produces them has not been made.", ""]
+    if standard or published_corel:
+        out += ["## Corel5k, standard split (the literature's protocol)", "",
+                *_corel_standard_table(standard, published_corel), ""]
+    if settings.get("corel5k"):
+        out += ["## Corel5k, seeded splits", "", *_corel_seeded_table(settings["corel5k"]), ""]
+    if results["mil"] or published_mil:
+        out += ["## Multiple-instance benchmarks (Musk1, Musk2, Elephant)", "",
+                *_mil_table(results["mil"], published_mil), ""]
+    pairs = before_after_from_summary(seeded)
+    if pairs:
+        out += ["## What each training-data choice changed", "",
+                "Mean over the same splits of the main metric before and after a choice made on training data "
+                "only.", "",
+                *_md_table(["setting", "choice", "before %", "after %", "change"],
+                           [[setting_label(p["dataset"]), p["choice"], f"{100 * p['before']:.1f}",
+                             f"{100 * p['after']:.1f}", f"{100 * (p['after'] - p['before']):+.1f}"] for p in pairs]),
+                ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def before_after_from_summary(seeded) -> list[dict]:
+    """``zoo.leaderboards.report.PAIRS`` on summary rows (means over all splits of each row)."""
+    from zoo.leaderboards.report import PAIRS
+    out = []
+    for dataset, rows in _by_setting(seeded).items():
+        metric = "P@5" if dataset.startswith("corel5k") else "caption_acc"
+        by = {r["method"]: r for r in rows}
+        for choice, before, after in PAIRS:
+            if before in by and after in by and by[before]["splits"] == by[after]["splits"]:
+                out.append({"dataset": dataset, "choice": choice, "before": by[before][metric][0],
+                            "after": by[after][metric][0]})
+    return out
+
+
+def plot_summary(results: dict, published_corel, path) -> pathlib.Path:
+    """One figure: within-caption accuracy per method on the two MSRC-v2 segmentations (Carbonetto et al.
+    features), sorted, coloured by kind with a legend, the supervised bound as a line apart; and Corel5k's
+    standard-split per-word F1 with the published rows hatched."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = _by_setting(results["seeded"])
+    panels = [d for d in ("msrc_v2 carbonetto03 ncut", "msrc_v2 carbonetto03 slic") if d in settings]
+    panels = panels or [d for d in settings if np.isfinite(settings[d][0]["caption_acc"][0])][:2]
+    corel = bool(results["standard"]) or bool(published_corel)
+    n = len(panels) + corel
+    if n == 0:
+        raise ValueError("results: nothing to plot (no region-labelling rows and no Corel5k standard rows)")
+    fig, axes = plt.subplots(1, n, figsize=(7 * n, 9), squeeze=False,
+                             gridspec_kw={"width_ratios": [1.3] * len(panels) + [1] * corel})
+    axes = list(axes[0])
+    colours = {"baseline": "0.6", "model": "tab:blue", "published": "tab:orange"}
+    for ax, d in zip(axes, panels):
+        rows = merge_identical(_sorted([r for r in settings[d] if r["family"] != "bound"], "caption_acc"))[::-1]
+        y = np.arange(len(rows))
+        mean = np.array([100 * r["caption_acc"][0] for r in rows])
+        sd = np.array([100 * r["caption_acc"][1] for r in rows])
+        ax.barh(y, mean, xerr=sd, color=[colours[r["family"]] for r in rows], edgecolor="black", linewidth=0.3)
+        ax.set_yticks(y, [_name(r) for r in rows], fontsize=7)
+        for r in settings[d]:
+            if r["family"] == "bound":
+                ax.axvline(100 * r["caption_acc"][0], color="tab:green", ls="--", lw=1.5)
+        ax.set_xlabel("within-caption region accuracy % (mean ± sd, 5 splits)")
+        ax.set_title(setting_label(d), fontsize=9)
+        ax.set_xlim(0, 100)
+    if not corel:
+        return _finish(fig, colours, path, "Leaderboard: region labelling")
+    ax = axes[-1]
+    std = sorted(results["standard"], key=lambda r: r["F1"])
+    names = [method_label(r["method"]) for r in std] + [p["method"] for p in published_corel]
+    f1 = [r["F1"] for r in std] + [2 * p["P"] * p["R"] / (p["P"] + p["R"]) for p in published_corel]
+    kinds = [r["family"] for r in std] + ["published"] * len(published_corel)
+    order = np.argsort(f1)
+    ax.barh(np.arange(len(f1)), np.array(f1)[order], color=[colours[kinds[i]] for i in order],
+            hatch=None, edgecolor="black", linewidth=0.3)
+    ax.set_yticks(np.arange(len(f1)), [names[i] for i in order], fontsize=7)
+    ax.set_xlabel("per-word F1 (5 words per image)")
+    ax.set_title("Corel5k, standard split", fontsize=9)
+    return _finish(fig, colours, path, "Leaderboard: region labelling on MSRC-v2 and image annotation on Corel5k")
+
+
+def _finish(fig, colours, path, title):
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    from zoo.reports import save_figure
+    handles = [Patch(color=colours["baseline"], label="baseline"), Patch(color=colours["model"], label="zoo model"),
+               Patch(color=colours["published"], label="published (richer features)"),
+               plt.Line2D([], [], color="tab:green", ls="--", label="supervised upper bound (sees region labels)")]
+    fig.legend(handles=handles, loc="lower center", ncol=4, frameon=False)
+    fig.suptitle(title, fontsize=13)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.96))
+    return save_figure(fig, path, tight_layout=False)
+
+
+def write_docs(results_folder="docs/results", out="docs") -> tuple[pathlib.Path, pathlib.Path]:
+    """Write ``out/leaderboard.md`` and ``out/leaderboard.png`` from the rows in ``results_folder``."""
+    from zoo.leaderboards.corel5k_standard import PUBLISHED
+    results = load_results(results_folder)
+    published_mil = _published_mil()
+    out = pathlib.Path(out)
+    md = out / "leaderboard.md"
+    md.write_text(render_markdown(results, PUBLISHED, published_mil)
+                  + "\n![Leaderboard figure](leaderboard.png)\n")
+    png = plot_summary(results, PUBLISHED, out / "leaderboard.png")
+    return md, png
+
+
+def _published_mil() -> list[dict]:
+    """mi-SVM and MI-SVM from Carbonneau et al. (2018), Table 4 (the file distributed with the MIL benchmarks)."""
+    import csv
+
+    from zoo.data.location import dataset_path
+    try:
+        folder = dataset_path("mil_benchmarks", "published_results_carbonneau2018_table4.csv")
+    except FileNotFoundError:
+        return []
+    with open(folder / "published_results_carbonneau2018_table4.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["metric"] == "accuracy_pct" and r["method"] in ("mi-SVM", "MI-SVM")]
+    return [{"method": r["method"], "data": r["dataset"], "accuracy": float(r["value"]),
+             "se": float(r["std_err"])} for r in rows]
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--results", default="docs/results")
+    parser.add_argument("--out", default="docs")
+    args = parser.parse_args()
+    print(*write_docs(args.results, args.out))
