@@ -37,7 +37,8 @@ class Prediction:
         return out
 
     def __repr__(self) -> str:
-        parts = [f"{name}={arr.dtype.name}{tuple(arr.shape)}" for name, arr in self.arrays().items()]
+        parts = [f"{name}={'str' if arr.dtype.kind in 'US' else arr.dtype.name}{tuple(arr.shape)}"
+                 for name, arr in self.arrays().items()]
         return f"{type(self).__name__}({', '.join(parts)})"
 
     def _repr_pretty_(self, printer, cycle) -> None:  # IPython / Jupyter: the same short text

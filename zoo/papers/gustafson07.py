@@ -1,11 +1,16 @@
 """Gustafson, Thompson & de Freitas (2007): FULL, FS and CVFS region labelling, registered in the zoo.
 
->>> regions = zoo.load_dataset("gustafson07_program", n_images=30)
+>>> import zoo
+>>> regions = zoo.load_dataset("gustafson07_program", n_images=10, n_keywords=4, n_features=5)
+>>> regions
+AnnotatedRegions(regions=95, features=5, images=10, words=4, region_labels=yes)
 >>> fit = zoo.fit(zoo.model("gustafson07.cvfs"), regions, method="collapsed_gibbs", seed=0, num_chains=2,
-...               num_warmup=200, num_samples=1000)
+...               num_warmup=50, num_samples=100, progress_bar=False)     # a real fit: thousands of sweeps
 >>> pred = fit.predict(regions)
->>> pred.label_proba          # (regions, K+1), column 0 = garbage; training regions: restricted to S_i
->>> pred.feature_relevance    # (K, p): Pr(M_ki = 1 | data), keywords in vocabulary order
+>>> pred.label_proba.shape          # (regions, K+1), column 0 = garbage; training regions: restricted to S_i
+(95, 5)
+>>> pred.feature_relevance.shape    # (K, p): Pr(M_ki = 1 | data), keywords in vocabulary order
+(4, 5)
 
 Data: ``AnnotatedRegions``; concept k >= 1 is ``vocabulary[k - 1]``. Features are standardized with the training
 mean and standard deviation (the paper pre-scales them), and new data with the same numbers.

@@ -9,9 +9,14 @@ Data: a ``zoo.data.Matrix`` (mask True = observed), a ``zoo.data.ross03.MatrixDa
 missing). Missing entries take no part in the E or M steps. sigma is floored at ``sigma_floor`` (default 1% of the
 pooled standard deviation of the observed values) so zero-variance dimensions cannot collapse it to 0.
 
+>>> import zoo
+>>> from zoo.data import Matrix
+>>> shapes = zoo.load_dataset("shapes").matrix                 # Matrix (729, 121): 11 x 11 images of shapes
+>>> train, test = Matrix(shapes.values[:400]), Matrix(shapes.values[400:])
 >>> spec = zoo.model("ross03.mcvq", n_vqs=3, n_states=5)
->>> fit = zoo.fit(spec, Matrix(X_train), method="variational_em", seed=0, num_chains=4)
->>> fit.predict(Matrix(X_test)).reconstruction
+>>> fit = zoo.fit(spec, train, method="variational_em", seed=0, num_chains=2, max_iter=50, progress_bar=False)
+>>> fit.predict(test).reconstruction.shape
+(329, 121)
 """
 from __future__ import annotations
 

@@ -1,8 +1,13 @@
 """Yakhnenko & Honavar: ``yakhnenko.mom_lda`` (mean-field VI) and ``yakhnenko.mom_hdp`` (truncated stick-breaking VI).
 
->>> counts = zoo.load_dataset("corel5k", split="train")
->>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=20), counts, method="stick_breaking_vi", seed=0)
->>> fit.predict(zoo.load_dataset("corel5k", split="test")).caption_word_proba    # (images, caption vocabulary)
+>>> import zoo
+>>> counts = zoo.load_dataset("yakhnenko_synthetic", seed=0)     # real images: zoo.load_dataset("corel5k")
+>>> counts
+MultimodalCounts(images=300, words=27, visual_words=54)
+>>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=10), counts, method="stick_breaking_vi", seed=0,
+...               num_chains=2, progress_bar=False)
+>>> fit.predict(counts).caption_word_proba.shape                   # (images, caption vocabulary)
+(300, 27)
 
 Both also get the generic ``nuts``, ``svi`` and ``map`` on the NumPyro program (small data only).  Predictions use
 test-time VI on the visual words alone (Sec. 2.7); metrics and the paper's baselines are at the bottom.
