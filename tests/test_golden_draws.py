@@ -85,7 +85,9 @@ def _yakhnenko(model: str, method: str, **options):
 def _carbonetto03():
     from zoo.data.carbonetto03 import mixture_data_sec2
     X, _ = mixture_data_sec2(n_points=60, seed=0)
-    return zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag"), X,
+    # raw features (standardize=False): the recorded draws predate standardization by default (issue 34)
+    return zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag",
+                             standardize=False), X,
                    method="map_em", seed=4, num_chains=2, max_iter=30, progress_bar=False)
 
 

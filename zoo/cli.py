@@ -267,6 +267,16 @@ def _cmd_bench(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2, default=str))
     print(f"results written to {out / 'bench.json'}")
+    from zoo.bench import goal_rows, goal_table, record_history
+    rows = goal_rows(results, {name: table[name][1] for name in names})
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n=== goals (ratios of one run, one thread each side; load average {load}: a shared machine moves them)")
+    print(goal_table(rows))
+    if args.history:
+        from zoo.core.provenance import software_versions
+        version = software_versions().get("zoo_version", "unknown")
+        record_history(args.history, rows, version, note=f"{'--fast' if args.fast else 'full'}; load {load}")
+        print(f"history row for {version} written to {args.history}")
     return 0
 
 
@@ -380,6 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", default=None, help="benchmark name (gmm, mcvq, cvfs, mil, ...) or all")
     p.add_argument("--fast", action="store_true", help="smaller problems")
     p.add_argument("--out", default="bench_results", help="folder for bench.json")
+    p.add_argument("--history", default=None, metavar="FILE",
+                   help="also add this version's row of ratios to FILE's history table (docs/benchmarks.md)")
     p.set_defaults(run=_cmd_bench)
 
     p = sub.add_parser("regions", parents=[debug], formatter_class=_Formatter,

@@ -69,19 +69,23 @@ class EMResult(NamedTuple):
 
 
 def log_component_densities(X: jnp.ndarray, means: jnp.ndarray, covs: jnp.ndarray, diagonal: bool) -> jnp.ndarray:
-    """log N(x_i; mu_c, Sigma_c), shape (N, C)."""
+    """log N(x_i; mu_c, Sigma_c), shape (N, C).
+
+    Full covariances: z_ic = L_c^{-1} x_i - L_c^{-1} mu_c for every component in one (N, D) x (D, C D) product
+    (as scikit-learn's ``_estimate_log_gaussian_prob`` does with its precision factors), not C products of
+    L_c^{-1} with (X - mu_c)': one GEMM over the data instead of C, and no (C, N, D) copy of the centred data."""
     if diagonal:
         diff = X[:, None, :] - means[None]  # (N, C, D)
         return -0.5 * jnp.sum(diff**2 / covs[None] + jnp.log(covs)[None] + _LOG_2PI, axis=-1)
+    n_comp, n_features = means.shape
     chol = _cholesky(covs)                   # (C, D, D)
-    whiten = triangular_inverse_lower(chol)  # (C, D, D) L^{-1}
-
-    def one(mean, L, L_inv):
-        z = L_inv @ (X - mean).T  # (D, N)
-        half_logdet = jnp.sum(jnp.log(jnp.diagonal(L)))
-        return -0.5 * jnp.sum(z**2, axis=0) - half_logdet - 0.5 * X.shape[1] * _LOG_2PI
-
-    return jax.vmap(one, out_axes=1)(means, chol, whiten)
+    whiten = triangular_inverse_lower(chol)  # (C, D, D) L_c^{-1}
+    # W[j, c D + k] = (L_c^{-1})_kj, b[c D + k] = (L_c^{-1} mu_c)_k
+    stacked = jnp.transpose(whiten, (2, 0, 1)).reshape(n_features, n_comp * n_features)
+    shift = jnp.einsum("ckj,cj->ck", whiten, means).reshape(n_comp * n_features)
+    z = (X @ stacked - shift).reshape(X.shape[0], n_comp, n_features)
+    half_logdet = jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)   # (C,)
+    return -0.5 * jnp.sum(z * z, axis=-1) - half_logdet[None] - 0.5 * n_features * _LOG_2PI
 
 
 def _cholesky(a: jnp.ndarray) -> jnp.ndarray:
@@ -107,17 +111,26 @@ def e_step(X, params, allowed, config):
     """Responsibilities xi (N, C) and the log likelihood sum_i log p(x_i)."""
     terms = _log_joint_terms(X, params, allowed, config)
     log_norm = logsumexp(terms, axis=1, keepdims=True)
-    resp = jnp.exp(terms - log_norm)
-    return resp, jnp.sum(log_norm)
+    return _materialized(jnp.exp(terms - log_norm)), jnp.sum(log_norm)
+
+
+def _materialized(resp: jnp.ndarray) -> jnp.ndarray:
+    """The responsibilities (N, C) computed once and stored. Without the barrier XLA fused exp(terms - log_norm)
+    into every product that reads resp and recomputed it D times per entry for the (N, C D) operand of the
+    scatter matrices: 21.5 ms of an EM iteration on 10,000 x 16 with 3 components, 2.9 ms with it (issue 35)."""
+    return jax.lax.optimization_barrier(resp)
 
 
 def collect_suff_stats(X, resp, diagonal: bool) -> SuffStats:
+    """Counts (C,), sums (C, D) and sums of outer products (C, D, D) or squares (C, D) weighted by resp (N, C)."""
     counts = jnp.sum(resp, axis=0)
     sum_x = resp.T @ X
     if diagonal:
         sum_xx = resp.T @ (X * X)
-    else:
-        sum_xx = jnp.einsum("nc,nd,ne->cde", resp, X, X)
+    else:   # sum_i xi_ic x_i x_i' for all c as one (C D, N) x (N, D) product
+        n_points, n_features = X.shape
+        weighted = (resp[:, :, None] * X[:, None, :]).reshape(n_points, -1)     # (N, C D): xi_ic x_id
+        sum_xx = (weighted.T @ X).reshape(resp.shape[1], n_features, n_features)
     return SuffStats(counts, sum_x, sum_xx)
 
 
@@ -235,7 +248,7 @@ def data_pass(X, params: Params, allowed, config: EMConfig, weight=None, data_ax
         terms = _log_joint_terms(X, params, allowed, config)
         log_norm = logsumexp(terms, axis=1, keepdims=True)
         real = weight[:, None] > 0
-        resp = jnp.where(real, jnp.exp(terms - log_norm), 0.0)
+        resp = _materialized(jnp.where(real, jnp.exp(terms - log_norm), 0.0))
         loglik = jnp.sum(jnp.where(real, log_norm, 0.0))
     stats = collect_suff_stats(X, resp, config.diagonal)
     if data_axis is not None:
