@@ -303,6 +303,7 @@ class KernelMCMC(MCMCKernel):
     >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=("info.n_active",))
     >>> mcmc.get_samples()["delta2"].shape, mcmc.get_extra_fields()["info.n_active"].shape   # chains x draws
     ((100,), (100,))
+
     ``mcmc.run(key, problem=other)`` with ``MCMC(..., jit_model_args=True)`` passes the problem as a traced
     argument instead of the one given here (no large constants in the compiled program, reusable compilation).
     """

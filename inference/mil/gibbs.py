@@ -446,6 +446,7 @@ class MILGibbs(KernelMCMC):
     >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=MILGibbs.stat_fields)   # keys "info.<statistic>"
     >>> sorted(mcmc.get_samples())
     ['beta', 'delta2', 'gamma', 'n_active']
+
     The problem is fixed at construction; ``mcmc.run(key, problem=other)`` with ``MCMC(..., jit_model_args=True)``
     passes it as a traced argument instead (no large constants in the compiled program, reusable compilation).
     """
