@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -350,7 +351,6 @@ def _fitted_scaling(fit) -> FeatureScaling | None:
     kept training data when the provenance says the spec standardized; None for fits without one."""
     if isinstance(fit.state, dict) and "feature_mean" in fit.state:
         return FeatureScaling(np.asarray(fit.state["feature_mean"]), np.asarray(fit.state["feature_scale"]))
-    import json
     options = json.loads(fit.idata.posterior.attrs.get("zoo_model_options", "{}") or "{}")
     if not options.get("standardize", False):
         return None
