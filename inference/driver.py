@@ -360,9 +360,20 @@ class KernelMCMCState(NamedTuple):
 class KernelMCMC(MCMCKernel):
     """Any ``build_kernel(problem, config)`` kernel as a ``numpyro.infer.mcmc.MCMCKernel``.
 
+    >>> import jax, numpyro, zoo
+    >>> from zoo.inference.driver import KernelMCMC
+    >>> from zoo.inference.mil.gibbs import build_mil_kernel, mil_position
+    >>> from zoo.papers.kueck04 import mil_config, mil_problem, prepare     # a problem from a model and its data
+    >>> spec = zoo.model("kueck04.constraint")
+    >>> prep = prepare(spec, zoo.load_dataset("kueck04_two_gaussians", n=60))
+    >>> problem, config = mil_problem(spec, prep), mil_config(spec, prep)
     >>> mcmc = numpyro.infer.MCMC(KernelMCMC(build_mil_kernel, config, problem, observe=mil_position),
-    ...                           num_warmup=500, num_samples=1000, num_chains=2, chain_method="vectorized")
-    >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=("info.n_active",)); mcmc.get_samples()
+    ...                           num_warmup=50, num_samples=50, num_chains=2, chain_method="vectorized",
+    ...                           progress_bar=False)
+    >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=("info.n_active",))
+    >>> mcmc.get_samples()["delta2"].shape, mcmc.get_extra_fields()["info.n_active"].shape   # chains x draws
+    ((100,), (100,))
+
     ``mcmc.run(key, problem=other)`` with ``MCMC(..., jit_model_args=True)`` passes the problem as a traced
     argument instead of the one given here (no large constants in the compiled program, reusable compilation).
     """

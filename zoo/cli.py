@@ -139,9 +139,6 @@ def _load_data(args, kind: str | None):
     return data
 
 
-_SAMPLER_FLAGS = ("num_samples", "num_warmup", "num_chains", "thinning")
-
-
 def _split_options(model_id: str, method: str | None, options: dict) -> tuple[dict, dict, str]:
     """``--option`` pairs split into the model's build options and the method's options (an option of both goes to
     the model); a name of neither is a ValueError listing both."""

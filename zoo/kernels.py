@@ -1,9 +1,15 @@
 """``zoo.kernel``: a model's custom MCMC sampler as a ``numpyro.infer.mcmc.MCMCKernel`` that users run themselves.
 
->>> spec = zoo.model("kueck04.hybrid")
->>> mcmc = numpyro.infer.MCMC(zoo.kernel(spec, bags), num_warmup=500, num_samples=1000, num_chains=2,
-...                           chain_method="vectorized")
+>>> import arviz as az, jax, numpy as np, numpyro, zoo
+>>> from zoo.data import Bags
+>>> X = np.random.default_rng(0).normal(size=(40, 2)) + np.repeat([0.0, 2.0], 20)[:, None]
+>>> bags = Bags(X=X, bag_ids=np.repeat(np.arange(10), 4), bag_labels=np.repeat([0, 1], 5))
+>>> spec = zoo.model("kueck04.constraint")
+>>> mcmc = numpyro.infer.MCMC(zoo.kernel(spec, bags), num_warmup=50, num_samples=100, num_chains=2,
+...                           chain_method="vectorized", progress_bar=False)
 >>> mcmc.run(jax.random.PRNGKey(0)); idata = az.from_numpyro(mcmc)
+>>> idata.posterior["delta2"].shape                               # (chain, draw)
+(2, 100)
 
 Each MCMC method of a paper registers its kernel builder with the method (``register_method(..., kernel=...)``,
 ``zoo/papers/<paper>.py``); this module looks it up. ``az.from_numpyro`` reads ``mcmc.sampler.model`` (the NumPyro

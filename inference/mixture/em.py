@@ -26,8 +26,7 @@ from jax.scipy.special import gammaln, logsumexp, multigammaln
 from zoo.inference.linalg import cholesky_lower, triangular_inverse_lower
 
 __all__ = ["Params", "Hyper", "EMConfig", "EMResult", "log_component_densities", "covariance_factors", "e_step",
-           "SuffStats",
-           "collect_suff_stats", "data_pass", "m_step", "log_posterior", "run_em", "run_em_restarts"]
+           "SuffStats", "collect_suff_stats", "data_pass", "m_step", "log_posterior", "run_em", "run_em_restarts"]
 
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 

@@ -84,7 +84,7 @@ def run_sec2(n_datasets: int, n_restarts: int, seed: int = 0) -> Sec2Result:
                          known_covariance=SEC2_VARIANCES)
         fit = zoo.fit(spec, X, method="ml_em", seed=0, num_chains=1, init_means=np.tile(X.mean(0), (3, 1)),
                       progress_bar=False)
-        acc = matched_accuracy(z, fit.predict(X).labels)
+        acc = matched_accuracy(z, fit.predict(X).labels())
         out.setdefault(SYMMETRIC, {"best": [], "any": []})
         out[SYMMETRIC]["best"].append(acc)
         out[SYMMETRIC]["any"].append(acc)

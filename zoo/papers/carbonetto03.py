@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +20,7 @@ from zoo.inference.mixture import em
 from zoo.models import shrinkage_mixture as sm
 from zoo.core.options import boolean, nonnegative_float, one_of, positive_float, positive_int
 from zoo.core.options import data_devices as check_data_devices
+from zoo.core.prediction import Prediction
 from zoo.core.priors import dirichlet_concentration, families, inverse_gamma_parameters
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
@@ -29,15 +31,25 @@ __all__ = ["MixturePrediction", "TranslationPrediction", "initial_params"]
 PAPER = "Carbonetto, de Freitas, Gustafson & Thompson 2003"
 
 
-@dataclasses.dataclass(frozen=True)
-class MixturePrediction:
-    component_proba: np.ndarray  # (N, C) posterior component probabilities xi_ic
-    labels: np.ndarray           # (N,) argmax component
+@dataclasses.dataclass(frozen=True, repr=False)
+class MixturePrediction(Prediction):
+    """component_proba (N, C): posterior component probabilities xi_ic; ``labels()`` (N,): the most probable."""
+    component_proba: np.ndarray
+
+    def labels(self) -> np.ndarray:
+        """(N,) the most probable component of each point."""
+        return np.argmax(self.component_proba, axis=1)
 
 
-@dataclasses.dataclass(frozen=True)
-class TranslationPrediction:
-    word_proba: np.ndarray  # (R, W) p(w | b_r) ∝ N(b_r; mu_w, Sigma_w), uniform p(w)
+@dataclasses.dataclass(frozen=True, repr=False)
+class TranslationPrediction(Prediction):
+    """word_proba (R, W): p(w | b_r) ∝ N(b_r; mu_w, Sigma_w) with uniform p(w); ``labels()`` (R,): the most
+    probable word of each region (an index into the vocabulary)."""
+    word_proba: np.ndarray
+
+    def labels(self) -> np.ndarray:
+        """(R,) the most probable word of each region (index into the data's vocabulary)."""
+        return np.argmax(self.word_proba, axis=1)
 
 
 # --------------------------------------------------------------------------------------------------- options
@@ -339,7 +351,6 @@ def _fitted_scaling(fit) -> FeatureScaling | None:
     kept training data when the provenance says the spec standardized; None for fits without one."""
     if isinstance(fit.state, dict) and "feature_mean" in fit.state:
         return FeatureScaling(np.asarray(fit.state["feature_mean"]), np.asarray(fit.state["feature_scale"]))
-    import json
     options = json.loads(fit.idata.posterior.attrs.get("zoo_model_options", "{}") or "{}")
     if not options.get("standardize", False):
         return None
@@ -357,7 +368,7 @@ def _predict_mixture(fit, data):
     allowed = jnp.ones((X.shape[0], params.means.shape[0]), bool)
     resp, _ = _e_step(jnp.asarray(X - mu_star), params, allowed, config)
     resp = np.asarray(resp)
-    return MixturePrediction(component_proba=resp, labels=resp.argmax(axis=1))
+    return MixturePrediction(component_proba=resp)
 
 
 def _predict_translation(fit, data):
@@ -396,7 +407,7 @@ def _generic_predict_mixture(fit, data):
     X = apply_scaling(X, _fitted_scaling(fit))
     resp, _ = _e_step(jnp.asarray(X), params, jnp.ones((X.shape[0], n_comp), bool), em.EMConfig(diagonal=diagonal))
     resp = np.asarray(resp)
-    return MixturePrediction(component_proba=resp, labels=resp.argmax(axis=1))
+    return MixturePrediction(component_proba=resp)
 
 
 # --------------------------------------------------------------------------------------------- registration

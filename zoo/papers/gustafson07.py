@@ -1,11 +1,16 @@
 """Gustafson, Thompson & de Freitas (2007): FULL, FS and CVFS region labelling, registered in the zoo.
 
->>> regions = zoo.load_dataset("gustafson07_program", n_images=30)
+>>> import zoo
+>>> regions = zoo.load_dataset("gustafson07_program", n_images=10, n_keywords=4, n_features=5)
+>>> regions
+AnnotatedRegions(regions=95, features=5, images=10, words=4, region_labels=yes)
 >>> fit = zoo.fit(zoo.model("gustafson07.cvfs"), regions, method="collapsed_gibbs", seed=0, num_chains=2,
-...               num_warmup=200, num_samples=1000)
+...               num_warmup=50, num_samples=100, progress_bar=False)     # a real fit: thousands of sweeps
 >>> pred = fit.predict(regions)
->>> pred.label_proba          # (regions, K+1), column 0 = garbage; training regions: restricted to S_i
->>> pred.feature_relevance    # (K, p): Pr(M_ki = 1 | data), keywords in vocabulary order
+>>> pred.label_proba.shape          # (regions, K+1), column 0 = garbage; training regions: restricted to S_i
+(95, 5)
+>>> pred.feature_relevance.shape    # (K, p): Pr(M_ki = 1 | data), keywords in vocabulary order
+(4, 5)
 
 Data: ``AnnotatedRegions``; concept k >= 1 is ``vocabulary[k - 1]``. Features are standardized with the training
 mean and standard deviation (the paper pre-scales them), and new data with the same numbers.
@@ -31,6 +36,7 @@ from zoo.models.feature_selection import check_garbage_weight, default_priors, f
 from zoo.core.options import chain_method as check_chain_method
 from zoo.core.options import check_known, nonnegative_int, one_of, positive_int
 from zoo.core.progress import progress_callback
+from zoo.core.prediction import Prediction
 from zoo.core.priors import beta_mixture_parameters, families
 from zoo.core.registry import register_method, register_model
 from zoo.core.convergence import auto_report, auto_settings, short_of
@@ -47,8 +53,8 @@ _TITLES = {"full": "semi-supervised region labelling, all features relevant (FUL
            "cvfs": "semi-supervised region labelling with concept-varying feature selection (CVFS)"}
 
 
-@dataclasses.dataclass(frozen=True)
-class RegionLabelPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class RegionLabelPrediction(Prediction):
     """label_proba (R, K+1): Pr(Y = concept), column 0 = garbage; feature_relevance (K, p): Pr(M_ki = 1 | data);
     concepts: names of the K+1 columns; annotated (R,) bool: True where the region's image keywords restricted it."""
     label_proba: np.ndarray

@@ -45,6 +45,7 @@ from zoo.models.mil import KERNELS, default_priors, gram_matrix, kernel_mil_prog
 from zoo.core.options import chain_method as check_chain_method, check_known, positive_float
 from zoo.papers import kueck04_prepare as _prepare_module
 from zoo.papers.kueck04_prepare import MILPrepared, bag_labels, prepare
+from zoo.core.prediction import Prediction
 from zoo.core.priors import any_family, beta_parameters, families, inverse_gamma_parameters
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
@@ -66,11 +67,19 @@ _SITE_DIMS = {"gamma": ("basis",), "beta": ("basis",), "z": ("instance",), "f": 
 _PAPER = "Kueck 2004"
 
 
-@dataclasses.dataclass(frozen=True)
-class MILPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class MILPrediction(Prediction):
     """instance_proba (M,): posterior mean of Phi(f(x)); bag_proba (B,): 1 - mean over draws of prod Phi(-f)."""
     instance_proba: np.ndarray
     bag_proba: np.ndarray
+
+    def labels(self, threshold: float = 0.5) -> np.ndarray:
+        """(M,) instance labels: 1 where ``instance_proba > threshold``."""
+        return (np.asarray(self.instance_proba) > threshold).astype(np.int64)
+
+    def bag_labels(self, threshold: float = 0.5) -> np.ndarray:
+        """(B,) bag labels: 1 where ``bag_proba > threshold``."""
+        return (np.asarray(self.bag_proba) > threshold).astype(np.int64)
 
 
 def _build(variant: str):

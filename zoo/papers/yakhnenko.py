@@ -1,8 +1,13 @@
 """Yakhnenko & Honavar: ``yakhnenko.mom_lda`` (mean-field VI) and ``yakhnenko.mom_hdp`` (truncated stick-breaking VI).
 
->>> counts = zoo.load_dataset("corel5k", split="train")
->>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=20), counts, method="stick_breaking_vi", seed=0)
->>> fit.predict(zoo.load_dataset("corel5k", split="test")).caption_word_proba    # (images, caption vocabulary)
+>>> import zoo
+>>> counts = zoo.load_dataset("yakhnenko_synthetic", seed=0)     # real images: zoo.load_dataset("corel5k")
+>>> counts
+MultimodalCounts(images=300, words=27, visual_words=54)
+>>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=10), counts, method="stick_breaking_vi", seed=0,
+...               num_chains=2, progress_bar=False)
+>>> fit.predict(counts).caption_word_proba.shape                   # (images, caption vocabulary)
+(300, 27)
 
 Both also get the generic ``nuts``, ``svi`` and ``map`` on the NumPyro program (small data only).  Predictions use
 test-time VI on the visual words alone (Sec. 2.7); metrics and the paper's baselines are at the bottom.
@@ -25,6 +30,7 @@ from zoo.inference.topics import topic_vi
 from zoo.models import multimodal_topics as mt
 from zoo.core.options import data_devices as check_data_devices
 from zoo.core.options import nonnegative_float, one_of, positive_float, positive_int
+from zoo.core.prediction import Prediction
 from zoo.core.priors import any_family, dirichlet_concentration
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
@@ -38,8 +44,8 @@ __all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy
 PAPER = "Yakhnenko & Honavar 2009 (multi-modal HDP)"
 
 
-@dataclasses.dataclass(frozen=True)
-class TopicPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class TopicPrediction(Prediction):
     """caption_word_proba (I, W): p(w | b_i) from the visual words alone (Sec. 2.7); topic_proba (I, K): the
     token-averaged q(z | b_m); word_proba (R, W) and region_label (R,) for regions (None without regions; a region
     without visual words gets the prior mean of pi in place of q(z | b))."""
@@ -48,6 +54,13 @@ class TopicPrediction:
     topic_proba: np.ndarray
     word_proba: np.ndarray | None = None
     region_label: np.ndarray | None = None
+
+    def labels(self) -> np.ndarray:
+        """(R,) the predicted word of each region (data with regions only)."""
+        if self.region_label is None:
+            raise ValueError("labels: these data have no regions (MultimodalCounts without region_visual_words); "
+                             "caption_word_proba holds the per-image word probabilities")
+        return np.asarray(self.region_label)
 
 
 @dataclasses.dataclass(frozen=True)
