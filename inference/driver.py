@@ -17,7 +17,9 @@ holds the static settings and, like ``build_kernel``, must be hashable (a NamedT
 (a ``lax.scan`` inside a jitted function reused for every chunk), keeps ``observe(state, info)`` of one sweep in
 every ``thinning``, sums ``accumulate(state, info)`` over every sampling sweep (Rao-Blackwell averages: the sums
 live in the driver's carry, not in the kernel's state) and reports progress to a callback between chunks.
-``optimize_chunked`` runs deterministic steps (coordinate ascent) in the same chunks until a tolerance.
+``sample_until`` samples in the same compiled chunks until the caller's ``converged(draws)`` says yes or a time
+budget is spent (``num_samples="auto"`` of the zoo's samplers). ``optimize_chunked`` runs deterministic steps
+(coordinate ascent) in the same chunks until a tolerance.
 ``KernelMCMC`` runs any such kernel under ``numpyro.infer.MCMC``.
 
 Nothing here imports the zoo's user layer: progress bars, options and defaults belong to the caller.
@@ -35,7 +37,8 @@ from numpyro.util import is_prng_key
 
 __all__ = ["FAST_COMPILE_OPTIONS", "CHAIN_METHODS", "Kernel", "ProgramKernel", "ChainCarry", "SampleResult", "next_key",
            "no_running_sums", "init_chains", "chain_mesh", "chain_devices", "CHAIN_AXIS", "run_chunk",
-           "sample_chunked", "optimize_chunked", "over_chains", "KernelMCMC", "KernelMCMCState"]
+           "sample_chunked", "sample_until", "AutoResult", "optimize_chunked", "over_chains", "KernelMCMC",
+           "KernelMCMCState"]
 
 #: ``jax.jit(..., compiler_options=FAST_COMPILE_OPTIONS)``: XLA without its backend optimization compiles a
 #: sampler sweep in about half the time and runs it 1.5-5x slower. The samplers' callers pick it for short runs
@@ -255,6 +258,62 @@ def sample_chunked(build_kernel: Callable, config, problem, keys: jax.Array, *, 
     return SampleResult(draws=draws, running=carry.running, n_running=int(num_sampling_sweeps), last=carry)
 
 
+class AutoResult(NamedTuple):
+    """``sample_until``'s result: the SampleResult of every sampling sweep run, whether ``converged`` said yes,
+    why the loop stopped ("converged", "time budget" or "max sweeps"), the sampling sweeps per chain and the
+    seconds of sampling (after warm-up)."""
+    result: SampleResult
+    converged: bool
+    stopped_by: str
+    sampling_sweeps: int
+    seconds: float
+
+
+def sample_until(build_kernel: Callable, config, problem, keys: jax.Array, *, num_warmup: int,
+                 converged: Callable[[Any], bool], time_budget: float, max_sampling_sweeps: int,
+                 check_every: int, observe: Callable, accumulate: Callable = no_running_sums, thinning: int = 1,
+                 keep_index: Optional[int] = None, chunk: int = 100, chain_method: str = "sequential",
+                 compiler_options: Optional[dict] = None,
+                 progress: Optional[Callable[[int], None]] = None, clock: Callable[[], float] = None) -> AutoResult:
+    """Run until converged: ``num_warmup`` warm-up sweeps, then sampling in compiled chunks (``sample_chunked``'s,
+    compiled once) of ``check_every`` sweeps (rounded up to whole thinning groups) at a time; after each,
+    ``converged(draws so far)`` (numpy pytree (chain, draw, ...)) decides whether to stop. Stops as well when the
+    sampling has used ``time_budget`` seconds (wall clock, after warm-up, checked between chunks: the last chunk may
+    overrun it by one chunk's time) or ``max_sampling_sweeps`` per chain. ``clock``: ``time.perf_counter`` unless
+    given (tests). Nothing here judges convergence: the caller's ``converged`` does (the zoo's headline sites)."""
+    import time
+
+    clock = clock or time.perf_counter
+    if check_every < 1 or max_sampling_sweeps < 1 or not time_budget > 0:
+        raise ValueError(f"sample_until: check_every ({check_every}), max_sampling_sweeps ({max_sampling_sweeps}) "
+                         f"and time_budget ({time_budget}) must be positive")
+    step = -(-int(check_every) // thinning) * thinning
+    settings = dict(observe=observe, accumulate=accumulate, thinning=thinning, keep_index=keep_index, chunk=chunk,
+                    chain_method=chain_method, compiler_options=compiler_options, progress=progress)
+    warm = sample_chunked(build_kernel, config, problem, keys, num_warmup=num_warmup, num_sampling_sweeps=0,
+                          **settings)
+    carry, pieces, done = warm.last, [], 0
+    start = clock()
+    stopped_by, ok = "max sweeps", False
+    while done < max_sampling_sweeps:
+        n = min(step, max_sampling_sweeps - done)
+        part = sample_chunked(build_kernel, config, problem, keys, num_warmup=0, num_sampling_sweeps=n,
+                              carry=carry, **settings)
+        # the running sums continue across parts: the carry holds them
+        carry, done = part.last, done + n
+        pieces.append(part.draws)
+        draws = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=1), *pieces)
+        if converged(draws):
+            stopped_by, ok = "converged", True
+            break
+        if clock() - start >= time_budget:
+            stopped_by = "time budget"
+            break
+    draws = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=1), *pieces)
+    result = SampleResult(draws=draws, running=carry.running, n_running=done, last=carry)
+    return AutoResult(result, ok, stopped_by, done, clock() - start)
+
+
 def optimize_chunked(run_chunk: Callable, state, *, max_iter: int, tol: float, chunk: int,
                      progress: Optional[Callable[[int, np.ndarray], None]] = None):
     """Drive a jitted ``run_chunk(state) -> (state, objective (..., chunk))`` (``chunk`` deterministic iterations of
@@ -280,11 +339,22 @@ def optimize_chunked(run_chunk: Callable, state, *, max_iter: int, tol: float, c
 
 class KernelMCMCState(NamedTuple):
     """``numpyro.infer.MCMC``'s state for a zoo kernel: the kernel's state, the next step's key, the last step's
-    info and ``observe``'s draw (the ``sample_field``); ``extra_fields=("info.<name>", ...)`` collects infos."""
+    info and ``observe``'s draw (the ``sample_field``); ``extra_fields=("<name>", ...)`` collects infos by their
+    plain names, as NumPyro's own kernels' fields are named (``"info.<name>"`` works too)."""
     state: Any
     key: jax.Array
     info: Any
     draw: Any
+
+    def __getattr__(self, name):
+        # reached only for a name that is not a field: MCMC's extra_fields look the info's fields up by name
+        if name.startswith("_"):
+            raise AttributeError(name)
+        info = tuple.__getitem__(self, 2)
+        if info is not None and hasattr(info, name):
+            return getattr(info, name)
+        raise AttributeError(f"{type(self).__name__} has no field {name!r} (the step's info fields: "
+                             f"{', '.join(getattr(info, '_fields', ()))})")
 
 
 class KernelMCMC(MCMCKernel):

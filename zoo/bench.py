@@ -124,7 +124,8 @@ def goal_table(rows: list[GoalRow]) -> str:
     return "\n".join(lines)
 
 
-HISTORY_HEADER = "<!-- history: one row per version of main, written by `zoo bench --fast --history docs/benchmarks.md` -->"
+HISTORY_HEADER = ("<!-- history: one row per version of main, written by "
+                  "`zoo bench --fast --history docs/benchmarks.md` -->")
 
 
 def record_history(path: str | pathlib.Path, rows: list[GoalRow], version: str, note: str = "") -> None:
@@ -157,4 +158,5 @@ def record_history(path: str | pathlib.Path, rows: list[GoalRow], version: str, 
     for row in kept + [new]:
         row = row[:-1][:width - 1] + [""] * (width - len(row)) + row[-1:] if len(row) < width else row
         body.append("| " + " | ".join(row) + " |")
-    path.write_text(head + HISTORY_HEADER + "\n" + "\n".join(body) + "\n" + ("\n" + "\n".join(rest) + "\n" if rest else ""))
+    after = "\n" + "\n".join(rest) + "\n" if rest else ""
+    path.write_text(head + HISTORY_HEADER + "\n" + "\n".join(body) + "\n" + after)

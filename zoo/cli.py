@@ -372,7 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paper", help="an experiment module (carbonetto03, gustafson07, kueck04, regions, ross03, "
                                  "yakhnenko) or 'all'")
     p.add_argument("--fast", action="store_true",
-                   help="small settings (minutes). Real data, when present, on a subset: carbonetto03 Sec. 5.3 on "
+                   help="small settings (minutes). Real data, when present, on a subset (NCut regions when cached, "
+                        "else SLIC): carbonetto03 Sec. 5.3 on "
                         "100 + 50 MSRC-v2 images; gustafson07 Sec. 7 on 30 MSRC-v2 images; kueck04 Musk1 by "
                         "5-fold CV without the inner kernel selection; yakhnenko Corel5k without the logistic "
                         "regression baseline; ross03 skips its real-data experiments (full mode only); leaderboard "

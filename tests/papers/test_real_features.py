@@ -25,6 +25,9 @@ import zoo
 from zoo.core.finite import NonFiniteResultError
 from zoo.data import AnnotatedRegions, Bags, Matrix
 
+#: short runs on purpose (finiteness is the property, not convergence): the verdict's warning is expected
+pytestmark = pytest.mark.filterwarnings("ignore:convergence")
+
 N_ROWS, N_FEATURES = 40, 6
 PATHOLOGIES = ("dependent", "histogram", "constant", "heavy", "scales", "duplicated", "all")
 CONSTANT_COLUMN = 2

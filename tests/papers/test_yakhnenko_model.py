@@ -141,8 +141,9 @@ def test_posterior_holds_draws_of_the_fitted_q(lda_fit, hdp_fit):
     assert np.all(beta == beta[:, :1]) and "point estimate" in hdp_fit.idata.posterior["beta"].attrs["q"]
     table = hdp_fit.diagnose(var_names=["beta", "topic_weight"])
     assert table.loc["beta", "verdict"].startswith("point estimate")
-    assert "variational" in table.loc["topic_weight", "verdict"] or "restarts disagree" in table.loc[
-        "topic_weight", "verdict"]
+    # max_iter=150 stops the ELBO before it settles: the verdict says so (issue 29), or judges the draws of q
+    assert any(words in table.loc["topic_weight", "verdict"]
+               for words in ("variational", "restarts disagree", "objective not converged"))
 
 
 def test_topics_relabelled_beside_the_raw_draws(lda_fit):

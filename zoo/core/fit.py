@@ -48,18 +48,27 @@ class Fit:
         return str(kind) if kind else ("point estimate" if self.is_point_estimate else "mcmc")
 
     def diagnose(self, var_names: Sequence[str] | None = None, elements: bool = False):
-        """Convergence of the headline sites (or ``var_names``), a pandas DataFrame: rank-normalized r-hat, bulk
-        and tail ESS, MCSE / sd, divergences, acceptance and a verdict against Vehtari et al. (2021)'s thresholds
-        (``zoo.core.convergence``); one row per site, or per element with ``elements=True``. Mixture-like sites are
-        diagnosed on their relabelled draws when the fit has them. A variational fit's draws are read as draws of
-        q: r-hat compares its restarts (column ``r_hat_restarts``) and the verdict says so."""
-        if self.is_point_estimate:
-            raise ValueError(f"diagnose: the {self.method!r} fit holds point estimates (one per restart), which have "
-                             f"no convergence diagnostics; fit.restarts() shows the restarts' objectives")
+        """The verdict on the headline sites (or ``var_names``), one table for every kind of inference (a pandas
+        DataFrame, one row per site, ``zoo.core.convergence``): its ``status`` ("ok", "certain", "point estimate"
+        or "fail"), ``verdict`` in words and ``advice``. MCMC: rank-normalized r-hat, bulk and tail ESS, MCSE / sd
+        against Vehtari et al. (2021)'s thresholds, discrete sites judged by their chains' states (stuck chains
+        said in words), the acceptance of the site's own moves and its switch rate; mixture-like sites on their
+        relabelled draws when the fit has them. Optimisers and variational methods: converged by their objective
+        trace (the criterion is stated in the verdict) and restarts compared (column ``r_hat_restarts`` for draws
+        of q). ``elements=True``: one row per element (ArviZ's numbers, draws only)."""
         names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
         if elements:
+            if self.is_point_estimate:
+                raise ValueError(f"diagnose: elements=True needs draws; the {self.method!r} fit holds point "
+                                 f"estimates (one per restart): fit.restarts() shows them")
             return convergence.diagnose_elements(self.idata, names)
-        return convergence.diagnose(self.idata, names, inference=self.inference)
+        return convergence.diagnose(self.idata, names, inference=self.inference,
+                                    exchangeable=self._exchangeable())
+
+    def _exchangeable(self) -> list[str]:
+        """The sites the model declares exchangeable, as ``zoo.core.finish`` recorded them (none for a user's
+        program, or for a fit saved before they were recorded)."""
+        return str(self.idata.posterior.attrs.get("zoo_exchangeable", "")).split()
 
     @property
     def is_point_estimate(self) -> bool:

@@ -143,9 +143,16 @@ def data_devices(value, name: str = "data_devices") -> int | None:
     return int(value)
 
 
+def samples_count(value, name: str = "num_samples"):
+    """A positive int, or "auto" (run until the headline sites converge: the methods that support it say so)."""
+    if isinstance(value, str) and value == "auto":
+        return value
+    return positive_int(value, name)
+
+
 #: Options that several methods share, each checked the same way wherever it appears (before the method runs).
 COMMON_OPTIONS = {
-    "num_chains": positive_int, "num_samples": positive_int, "num_warmup": nonnegative_int,
+    "num_chains": positive_int, "num_samples": samples_count, "num_warmup": nonnegative_int,
     "max_iter": positive_int, "num_steps": positive_int, "thinning": positive_int, "tol": positive_float,
     "learning_rate": positive_float, "progress_bar": boolean, "chain_method": chain_method,
     "data_devices": data_devices,

@@ -83,8 +83,10 @@ def _check_draws(name: str, draws: Mapping[str, np.ndarray], shapes: Mapping[str
 
 def _draws(fit: Fit) -> dict[str, np.ndarray]:
     """Posterior draws flattened to (S, ...): every chain and draw, or for a point estimate the restart with the
-    best final objective (S = 1)."""
+    best final objective (S = 1). The per-unit draws (``unit_posterior``) count as the program's sites too."""
     post = fit.idata.posterior
+    if "unit_posterior" in fit.idata.groups():
+        post = post.merge(fit.idata.unit_posterior, compat="override")
     if fit.is_point_estimate:
         final = final_objectives(getattr(fit.idata, "sample_stats", None), post.sizes["chain"])
         best = int(np.nanargmax(final)) if np.any(np.isfinite(final)) else 0

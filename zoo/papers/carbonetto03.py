@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -296,7 +297,7 @@ def _em_fit(spec, X, allowed, method, *, use_prior, learn_weights, seed, num_cha
     comp = "component" if learn_weights else "word"
     dims = {"mu": [comp, "feature"], "lambda": [comp], "tau2": ["feature"],
             "Sigma": [comp, "feature"] if config.diagonal else [comp, "feature", "feature_bis"],
-            "x": ["point", "feature"]}
+            "x": ["point" if learn_weights else "region", "feature"]}
     coords = {}
     if not learn_weights:
         coords["word"] = list(data.vocabulary)
@@ -350,7 +351,6 @@ def _fitted_scaling(fit) -> FeatureScaling | None:
     kept training data when the provenance says the spec standardized; None for fits without one."""
     if isinstance(fit.state, dict) and "feature_mean" in fit.state:
         return FeatureScaling(np.asarray(fit.state["feature_mean"]), np.asarray(fit.state["feature_scale"]))
-    import json
     options = json.loads(fit.idata.posterior.attrs.get("zoo_model_options", "{}") or "{}")
     if not options.get("standardize", False):
         return None
@@ -411,20 +411,29 @@ def _generic_predict_mixture(fit, data):
 
 
 # --------------------------------------------------------------------------------------------- registration
+def _site_dims(component: str, unit: str) -> dict:
+    """Every method's dims (the program's plates: ``component`` / ``word``, ``point`` / ``region``); Sigma is
+    (component, feature, feature_bis) with full covariances and (component, feature) with diagonal ones."""
+    return {"mu": (component, "feature"), "lambda": (component,), "tau2": ("feature",),
+            "Sigma": ((component, "feature", "feature_bis"), (component, "feature")), "x": (unit, "feature")}
+
+
 register_model(
     "carbonetto03.shrinkage_mixture", paper=PAPER, title="Shrinkage Gaussian mixture (MAP-EM feature weighting)",
     build=_build_mixture, data_kind="ndarray", default_method="map_em", headline=("tau2", "lambda"),
     program_args=_mixture_program_args,
     generic_predictor=_generic_predict_mixture, exchangeable={"mu": 0, "lambda": 0, "Sigma": 0},
     prior_families={"tau2": families(sm.dist.InverseGamma, sm.ImproperInverseGamma,
-                                     why="the conjugate M-step of eq. 9")})
+                                     why="the conjugate M-step of eq. 9")},
+    site_dims=_site_dims("component", "point"))
 
 register_model(
     "carbonetto03.translation", paper=PAPER, title="Discrete-Gaussian translation model (regions -> words)",
     build=_build_translation, data_kind="AnnotatedRegions", default_method="map_em", headline=("tau2",),
     program_args=_translation_program_args,
     prior_families={"tau2": families(sm.dist.InverseGamma, sm.ImproperInverseGamma,
-                                     why="the conjugate M-step of eq. 9")})
+                                     why="the conjugate M-step of eq. 9")},
+    site_dims=_site_dims("word", "region"), coords=lambda spec, data: {"word": list(data.vocabulary)})
 
 
 def _mixture_data(spec, data):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -28,9 +28,9 @@ import numpyro.distributions as dist
 
 from zoo.data.containers import AnnotatedRegions
 from zoo.inference.label_feature.collapsed_niw import ConceptPrior, NIWPrior
-from zoo.inference.driver import FAST_COMPILE_OPTIONS, ProgramKernel
+from zoo.inference.driver import FAST_COMPILE_OPTIONS, ProgramKernel, sample_until
 from zoo.inference.label_feature.gibbs import (FAST_COMPILE_WORK, Collect, build_gibbs_kernel, collect_names,
-                                               predictive_log_lik, run_gibbs)
+                                               label_proba_sum, predictive_log_lik, run_gibbs)
 from zoo.inference.label_feature.state import BetaMixture, RegionProblem, label_log_prior
 from zoo.models.feature_selection import check_garbage_weight, default_priors, feature_selection_model
 from zoo.core.options import chain_method as check_chain_method
@@ -39,6 +39,7 @@ from zoo.core.progress import progress_callback
 from zoo.core.prediction import Prediction
 from zoo.core.priors import beta_mixture_parameters, families
 from zoo.core.registry import register_method, register_model
+from zoo.core.convergence import auto_report, auto_settings, short_of
 from zoo.core.fit import Fit
 from zoo.core.idata import to_inference_data
 
@@ -232,14 +233,35 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
 _MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to this many numbers
 JOINT_MOVES = 2    # joint (indicator, labels) moves per sweep (FS, CVFS)
 OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)
+#: default draws per chain by variant: CVFS's headline sites mix about half as fast per sweep (issue 29: at 2 x 1,000
+#: on the Sec. 6 data M and n_relevant had bulk ESS 54-60, alpha 129)
+DEFAULT_SAMPLES = {"full": 1000, "fs": 1000, "cvfs": 2000}
 
 
-def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup: int = 200, num_samples: int = 1000,
-                     thinning: int = 1, keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
+def _headline_draws(draws: dict, variant: str) -> dict:
+    """The headline sites of a run's collected draws (chain, draw, ...), as the posterior holds them."""
+    out = {"n_relevant": draws["n_relevant"].sum(-1) if variant == "cvfs" else draws["n_relevant"][..., 0]}
+    if variant == "cvfs":
+        out.update(M=draws["M"][:, :, 1:], alpha=draws["alpha"])
+    elif variant == "fs":
+        out["M"] = draws["M"][:, :, 0]
+    return out
+
+
+def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup: int = 200,
+                     num_samples: int | str | None = None, thinning: int = 1,
+                     keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
                      flip_scan: str = "systematic", flips_per_sweep: int | None = None, joint_moves: int | None = None,
                      omega_steps: int | None = None, omega_dof: float | None = None, progress_bar: bool = True,
-                     chain_method: str = "sequential") -> Fit:
+                     chain_method: str = "sequential", target_ess: float | None = None,
+                     time_budget: float | None = None) -> Fit:
     """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega)).
+
+    num_chains: 4 (several chains judge convergence; each starts from its own random state). num_samples: None =
+    ``DEFAULT_SAMPLES`` of the variant (CVFS mixes about half as fast per sweep: 2,000 against 1,000), or "auto":
+    sample in compiled chunks until the headline sites (M, n_relevant, and alpha for CVFS) reach bulk and tail ESS
+    ``target_ess`` (default 400) with r-hat < 1.01, or stop after ``time_budget`` seconds of sampling (default
+    300) with a ConvergenceWarning naming the sites that fell short (``zoo.inference.driver.sample_until``).
 
     delta_omega_update (CVFS): "exact" (default) = the eq. 11 data augmentation with a Metropolis-Hastings
     correction; "paper" = the paper's plain conjugate draw from the completed data, which does not leave the
@@ -263,7 +285,10 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
     variant = spec.options["variant"]
     num_chains = positive_int(num_chains, "num_chains")
     num_warmup = nonnegative_int(num_warmup, "num_warmup")
-    num_samples = positive_int(num_samples, "num_samples")
+    auto = auto_settings(num_samples, target_ess, time_budget)
+    if auto is None and num_samples is None:
+        num_samples = DEFAULT_SAMPLES[variant]
+    num_samples = auto.max_draws if auto is not None else positive_int(num_samples, "num_samples")
     thinning = positive_int(thinning, "thinning")
     if flips_per_sweep is not None:
         flips_per_sweep = positive_int(flips_per_sweep, "flips_per_sweep")
@@ -275,20 +300,36 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
                              flips_per_sweep=flips_per_sweep, flip_scan=flip_scan, joint_moves=joint_moves,
                              omega_steps=omega_steps, omega_dof=omega_dof)
     n, n_concepts = arrays.allowed.shape
-    kept_draws = -(-num_samples // thinning)
-    if keep_label_proba is None:
-        keep_label_proba = num_chains * kept_draws * n * n_concepts <= _MAX_STORED_PROBA
+    kept_draws = -(-(auto.check_every if auto else num_samples) // thinning)
+    if keep_label_proba is None:   # under "auto" the length is not known in advance: the average only
+        keep_label_proba = auto is None and num_chains * kept_draws * n * n_concepts <= _MAX_STORED_PROBA
     names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega", "accept_joint", "accept_Omega"]
     names += ["alpha", "delta", "Omega"] if variant == "cvfs" else []
     names += ["label_proba"] if keep_label_proba else []
-    with progress_callback(num_warmup + num_samples, f"{variant} collapsed Gibbs", progress_bar) as progress:
-        draws, result = run_gibbs(problem, variant, jax.random.PRNGKey(seed), num_chains=num_chains,
-                                  num_warmup=num_warmup, num_samples=num_samples, thinning=thinning, collect=names,
-                                  progress=progress, chain_method=chain_method)
+    report = None
+    with progress_callback(num_warmup + (auto.check_every if auto else num_samples), f"{variant} collapsed Gibbs",
+                           progress_bar) as progress:
+        if auto is None:
+            draws, result = run_gibbs(problem, variant, jax.random.PRNGKey(seed), num_chains=num_chains,
+                                      num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
+                                      collect=names, progress=progress, chain_method=chain_method)
+        else:
+            run = sample_until(build_gibbs_kernel, variant, problem,
+                               jax.random.split(jax.random.PRNGKey(seed), num_chains), num_warmup=num_warmup,
+                               converged=lambda d: not short_of(_headline_draws(d, variant), auto.target_ess),
+                               time_budget=auto.time_budget, max_sampling_sweeps=auto.max_draws,
+                               check_every=auto.check_every, observe=Collect(variant, tuple(names)),
+                               accumulate=label_proba_sum, thinning=thinning, keep_index=0, chunk=50,
+                               chain_method=chain_method, progress=progress)
+            draws, result = run.result.draws, run.result
+            report = auto_report(run, short_of(_headline_draws(draws, variant), auto.target_ess), auto)
     # the Rao-Blackwellized label probabilities: eq. 1 averaged over every sampling sweep of every chain
     rb = np.asarray(result.running).sum(0) / max(num_chains * result.n_running, 1)
     last = result.last
     idata = _to_idata(draws, variant, data, arrays, rb)
+    if report is not None:
+        idata.posterior.attrs.update(zoo_auto=report.text, zoo_auto_reached=int(report.reached),
+                                     zoo_auto_sweeps=report.sweeps, zoo_auto_seconds=report.seconds)
     headline = {"full": ["n_relevant"], "fs": ["M", "n_relevant"], "cvfs": ["M", "alpha", "n_relevant"]}[variant]
     state = dict(problem=problem, variant=variant, arrays=arrays, label_proba=rb,
                  draws={k: draws[k] for k in ("Y", "M") if k in draws} | (
@@ -298,16 +339,32 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 2, num_warmup:
                predictor=predict_labels, data=data)
 
 
+def _site_dims(variant: str) -> dict:
+    """Every method's dims (the program's plates ``region`` and ``concept``); M is (feature,) in FS (one mask shared
+    by the concepts) and (keyword, feature) in CVFS (the garbage concept's row, all zeros, left out)."""
+    dims = {"Y": ("region",), "label_proba": ("region", "concept"), "X": ("region", "feature"),
+            "mu": ("concept", "feature"), "Sigma": ("concept", "feature", "feature_bis"), "alpha": ("feature",),
+            "delta": ("feature",), "Omega": ("feature", "feature_bis"), "accept_M": ("keyword",)}
+    dims["M"] = ("keyword", "feature") if variant == "cvfs" else ("feature",)
+    return dims
+
+
+def _coords(spec, data) -> dict:
+    """The data's labels: concepts (garbage first) and keywords are the vocabulary's words."""
+    vocab = [str(w) for w in data.vocabulary]
+    return {"concept": [GARBAGE] + vocab, "keyword": vocab}
+
+
 def _to_idata(draws, variant, data, arrays, rb):
     vocab = list(data.vocabulary)
     p = arrays.X.shape[1]
     posterior = {"Y": draws["Y"], "n_relevant": draws["n_relevant"].sum(-1) if variant == "cvfs"
                  else draws["n_relevant"][..., 0]}
-    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "unit_loglik": ["region"]}
+    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "X": ["region", "feature"]}
     if variant == "cvfs":
         posterior.update(M=draws["M"][:, :, 1:].astype(np.int8), alpha=draws["alpha"], delta=draws["delta"],
                          Omega=draws["Omega"])
-        dims.update(M=["keyword", "feature"], alpha=["feature"], delta=["feature"], Omega=["feature", "feature_"])
+        dims.update(M=["keyword", "feature"], alpha=["feature"], delta=["feature"], Omega=["feature", "feature_bis"])
     elif variant == "fs":
         posterior["M"] = draws["M"][:, :, 0].astype(np.int8)
         dims["M"] = ["feature"]
@@ -326,10 +383,18 @@ def _to_idata(draws, variant, data, arrays, rb):
         stats["accept_Omega"] = draws["accept_Omega"]
         dims["accept_M"] = ["keyword"]
     coords = {"region": np.arange(arrays.X.shape[0]), "concept": [GARBAGE] + vocab, "keyword": vocab,
-              "feature": [f"x{j}" for j in range(p)], "feature_": [f"x{j}" for j in range(p)]}
-    return to_inference_data(posterior, sample_stats=stats or None, log_likelihood={"X": draws["unit_loglik"]},
-                             observed_data={"X": data.X}, dims=dims, coords=coords,
-                             attrs={"method": "collapsed_gibbs", "variant": variant})
+              "feature": [f"x{j}" for j in range(p)], "feature_bis": [f"x{j}" for j in range(p)]}
+    idata = to_inference_data(posterior, sample_stats=stats or None, log_likelihood={"X": draws["unit_loglik"]},
+                              observed_data={"X": data.X}, dims=dims, coords=coords,
+                              attrs={"method": "collapsed_gibbs", "variant": variant})
+    if variant == "full":   # FULL selects no features: n_relevant is p in every draw by construction
+        idata.posterior["n_relevant"].attrs["fixed"] = "FULL uses every feature: n_relevant = p"
+    # which sites each acceptance rate is evidence about (zoo.core.convergence: a site that never moved is judged
+    # by the acceptance of the moves that could have moved it)
+    for name in ("accept_M", "accept_joint"):
+        if name in stats:
+            idata.sample_stats[name].attrs.update(sites="M n_relevant", kind="acceptance")
+    return idata
 
 
 # ---------------------------------------------------------------------------------------------------- predictions
@@ -410,8 +475,9 @@ _KERNEL_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joint_
 
 def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
     """``zoo.kernel``'s builder: a ``ProgramKernel`` of ``build_gibbs_kernel`` on AnnotatedRegions ``data``
-    (features standardized as ``zoo.fit`` does), drawing Y (n,), M (K+1, p), n_relevant (K+1,), label_proba
-    (n, K+1), unit_loglik (n,), acceptances, and for CVFS alpha (p,), delta (p,), Omega (p, p)."""
+    (features standardized as ``zoo.fit`` does), drawing Y (n,), M and n_relevant with ``zoo.fit``'s shapes (FS: M
+    (p,); CVFS: M (K, p); ``FitShapes``), label_proba (n, K+1), unit_loglik (n,), acceptances, and for CVFS alpha
+    (p,), delta (p,), Omega (p, p)."""
     check_known(options, _KERNEL_OPTIONS, f"the {method!r} kernel")
     opts = dict(options)
     update = opts.pop("delta_omega_update", "exact")
@@ -422,7 +488,24 @@ def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
     problem = region_problem(spec, arrays, exact_delta_omega=update == "exact", **opts)
     # the program with the spec's priors, so that az.from_numpyro's prior and the kernel's target agree
     program = partial(spec.program, **program_kwargs(spec, arrays))
-    return ProgramKernel(build_gibbs_kernel, variant, problem, Collect(variant, collect_names(variant)), program)
+    return ProgramKernel(build_gibbs_kernel, variant, problem,
+                         FitShapes(Collect(variant, collect_names(variant)), variant), program)
+
+
+class FitShapes(NamedTuple):
+    """``observe`` of ``zoo.kernel``: the sweep's draws (``Collect``) with the shapes ``zoo.fit`` stores and the
+    program declares: M (p,) in FS (the one mask), (K, p) in CVFS (the garbage row, all zeros, left out), int8;
+    n_relevant a count (its sum over concepts in CVFS). Hashable, so equal settings reuse the compiled step."""
+    collect: Any
+    variant: str
+
+    def __call__(self, state, info) -> dict:
+        out = dict(self.collect(state, info))
+        if "M" in out:
+            out["M"] = (out["M"][1:] if self.variant == "cvfs" else out["M"][0]).astype(jnp.int8)
+        if "n_relevant" in out:
+            out["n_relevant"] = out["n_relevant"].sum(-1) if self.variant == "cvfs" else out["n_relevant"][0]
+        return out
 
 
 for _variant in ("full", "fs", "cvfs"):
@@ -433,7 +516,8 @@ for _variant in ("full", "fs", "cvfs"):
                    prior_families={"M": families(dist.BernoulliProbs, dist.BernoulliLogits,
                                                  why="the FS flip update"),
                                    "alpha": families(dist.Beta, dist.MixtureSameFamily,
-                                                     why="the Gibbs update of alpha: a Beta or a mixture of Betas")})
+                                                     why="the Gibbs update of alpha: a Beta or a mixture of Betas")},
+                   unit_sites=("Y", "label_proba"), site_dims=_site_dims(_variant), coords=_coords)
 register_method(("gustafson07.full", "gustafson07.fs", "gustafson07.cvfs"), "collapsed_gibbs",
                 description="collapsed MCMC of the Appendix (M flips, labels via eq. 1, alpha, (delta, Omega))",
                 kernel=mcmc_kernel)(_collapsed_gibbs)

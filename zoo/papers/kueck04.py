@@ -35,7 +35,8 @@ from jax.scipy.special import log_ndtr
 from numpyro.infer import MCMC
 
 from zoo.data.containers import Bags
-from zoo.inference.driver import FAST_COMPILE_OPTIONS, ChainCarry, ProgramKernel, run_chunk, sample_chunked
+from zoo.inference.driver import (FAST_COMPILE_OPTIONS, ChainCarry, ProgramKernel, run_chunk, sample_chunked,
+                                  sample_until)
 from zoo.inference.mil.gibbs import (KeyedMILState, MILConfig, MILGibbs, MILHyper, MILProblem, build_mil_kernel,
                                      mil_draw, mil_position, mixed_groups, problem_sizes)
 from zoo.inference.mil.rows import KernelRows
@@ -48,6 +49,7 @@ from zoo.core.prediction import Prediction
 from zoo.core.priors import any_family, beta_parameters, families, inverse_gamma_parameters
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
+from zoo.core.convergence import auto_report, auto_settings, short_of
 from zoo.core.fit import Fit
 from zoo.core.idata import to_inference_data
 
@@ -58,6 +60,10 @@ __all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwa
 median_distance = _prepare_module.median_distance
 
 VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
+#: every method's dims (the program's plates ``basis``, ``instance`` and ``group``; the log likelihood ``groups``
+#: is per group)
+_SITE_DIMS = {"gamma": ("basis",), "beta": ("basis",), "z": ("instance",), "f": ("instance",),
+              "group_label": ("group",), "fraction": ("group",), "groups": ("group",)}
 _PAPER = "Kueck 2004"
 
 
@@ -191,21 +197,36 @@ def advance_chains(states: KeyedMILState, problem: MILProblem, n_run, config: MI
 
 
 def _run_chunked(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar,
-                 fast_compile=None, chain_method="vectorized"):
+                 fast_compile=None, chain_method="vectorized", auto=None):
     """The default driver (``driver.sample_chunked``): warm-up then sampling in chunks of compiled sweeps with a
     progress bar between chunks. ``fast_compile`` (None: by run length, ``FAST_COMPILE_BELOW``) compiles
-    without XLA's backend optimization. Returns (samples, stats, last_state), arrays (chain, draw, ...)."""
-    total = num_warmup + num_samples * thinning
-    if fast_compile is None:
-        fast_compile = num_chains * total * problem_sizes(problem)[0] < FAST_COMPILE_BELOW
+    without XLA's backend optimization. ``auto`` (``num_samples="auto"``): an ``AutoSettings``; sampling then runs
+    (``driver.sample_until``) until the headline sites pass or the time budget is spent. Returns (samples, stats,
+    last_state, auto report or None), arrays (chain, draw, ...)."""
+    total = num_warmup + (auto.check_every if auto else num_samples) * thinning   # "auto": the bar's first leg
+    if fast_compile is None:   # "auto" runs until converged: long enough for the optimized compilation
+        fast_compile = auto is None and num_chains * total * problem_sizes(problem)[0] < FAST_COMPILE_BELOW
+    keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
+    settings = dict(observe=mil_draw, thinning=thinning, chunk=CHUNK, chain_method=chain_method,
+                    compiler_options=FAST_COMPILE_OPTIONS if fast_compile else None)
     with progress_callback(total, "blocked Gibbs", progress_bar) as progress:
-        result = sample_chunked(build_mil_kernel, config, problem,
-                                jax.random.split(jax.random.PRNGKey(seed), num_chains), num_warmup=num_warmup,
-                                num_sampling_sweeps=num_samples * thinning, observe=mil_draw, thinning=thinning,
-                                chunk=CHUNK, chain_method=chain_method, progress=progress,
-                                compiler_options=FAST_COMPILE_OPTIONS if fast_compile else None)
+        if auto is None:
+            result = sample_chunked(build_mil_kernel, config, problem, keys, num_warmup=num_warmup,
+                                    num_sampling_sweeps=num_samples * thinning, progress=progress, **settings)
+            report = None
+        else:
+            def passes(draws):
+                positions, stats = draws
+                return not short_of({"delta2": positions["delta2"], "n_active": stats["n_active"]}, auto.target_ess)
+            run = sample_until(build_mil_kernel, config, problem, keys, num_warmup=num_warmup, converged=passes,
+                               time_budget=auto.time_budget, max_sampling_sweeps=auto.max_draws * thinning,
+                               check_every=auto.check_every * thinning, progress=progress, **settings)
+            result = run.result
+            positions, stats = result.draws
+            report = auto_report(run, short_of({"delta2": positions["delta2"], "n_active": stats["n_active"]},
+                                               auto.target_ess), auto)
     positions, stats = result.draws
-    return positions, stats, result.last.state
+    return positions, stats, result.last.state, report
 
 
 def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar,
@@ -221,8 +242,9 @@ def _run_numpyro(problem, config, *, seed, num_chains, num_warmup, num_samples, 
 
 
 def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinning, progress_bar, chain_method,
-               store_z, z_sampler, method_name, unknown, driver="chunked", rescale=True,
-               fast_compile=None, beta_move="gibbs", laplace_tries=2, scale_tries=None, swap_tries=None) -> Fit:
+               store_z, z_sampler, method_name, unknown, driver="chunked", rescale=True, fast_compile=None,
+               beta_move="gibbs", laplace_tries=2, scale_tries=None, swap_tries=None, target_ess=None,
+               time_budget=None) -> Fit:
     if unknown:
         raise ValueError(f"{method_name}: unknown option(s) {', '.join(sorted(unknown))}")
     if driver not in ("chunked", "numpyro"):
@@ -230,6 +252,9 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     chain_method = check_chain_method(chain_method, "chain_method")
     if beta_move not in ("gibbs", "laplace"):
         raise ValueError(f"beta_move: {beta_move!r} is not 'gibbs' or 'laplace'")
+    auto = auto_settings(num_samples, target_ess, time_budget)
+    if auto is not None:
+        num_samples = auto.max_draws
     for name, value, low in (("num_chains", num_chains, 1), ("num_warmup", num_warmup, 0),
                              ("num_samples", num_samples, 1), ("thinning", thinning, 1),
                              ("laplace_tries", laplace_tries, 0),
@@ -247,10 +272,13 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     problem = mil_problem(spec, prep)
     settings = dict(seed=seed, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
                     thinning=thinning, progress_bar=progress_bar)
+    report = None
     if driver == "chunked":
-        samples, stats, last_state = _run_chunked(problem, config, fast_compile=fast_compile,
-                                                  chain_method=chain_method, **settings)
+        samples, stats, last_state, report = _run_chunked(problem, config, fast_compile=fast_compile,
+                                                          chain_method=chain_method, auto=auto, **settings)
     else:
+        if auto is not None:
+            raise ValueError("num_samples: 'auto' needs driver='chunked' (the zoo's driver samples in chunks)")
         samples, stats, last_state = _run_numpyro(problem, config, chain_method=chain_method, **settings)
     for name in ("beta", "delta2"):
         if not np.all(np.isfinite(samples[name])):
@@ -265,13 +293,19 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     observed = {"group_label": prep.group_label}
     if prep.fraction is not None:
         observed["fraction"] = prep.fraction
-    dims = {"gamma": ["basis"], "beta": ["basis"], "z": ["instance"], "group_label": ["group"],
-            "fraction": ["group"], "groups": ["group"]}
+    dims = dict(_SITE_DIMS)
     # log p(observations of group g | f) per draw, from the Z sampler's forward pass (az.loo over groups)
     idata = to_inference_data(samples, sample_stats=stats, log_likelihood={"groups": loglik},
                               observed_data=observed, dims=dims,
                               attrs={"method": method_name, "model": spec.id, "kernel": spec.options["kernel"],
                                      "width": prep.width})
+    if report is not None:
+        idata.posterior.attrs.update(zoo_auto=report.text, zoo_auto_reached=int(report.reached),
+                                     zoo_auto_sweeps=report.sweeps, zoo_auto_seconds=report.seconds)
+    # which sites each acceptance rate is evidence about (zoo.core.convergence reads ``sites``)
+    for name in ("gamma_acceptance",) + (("swap_acceptance",) if config.swap_tries else ()):
+        if name in idata.sample_stats:
+            idata.sample_stats[name].attrs.update(sites="gamma n_active", kind="acceptance")
     return Fit(idata=idata, spec=spec, method=method_name, state=dict(prepared=prep, last_state=last_state),
                headline=["delta2", "n_active"], predictor=predict, data=data)
 
@@ -334,7 +368,7 @@ def _register() -> None:
     for variant in VARIANTS:
         register_model(f"kueck04.{variant}", paper=_PAPER, title=titles[variant], build=_build(variant),
                        data_kind="Bags", default_method="blocked_gibbs", prior_sites=("tau", "delta2"),
-                       headline=("delta2", "n_active"),
+                       headline=("delta2", "n_active"), unit_sites=("z",), site_dims=_SITE_DIMS,
                        prior_families={"tau": families(dist.Beta, why="tau is integrated out of the kernel "
                                                                        "selection"),
                                        "delta2": any_family(dist.constraints.positive, dist.InverseGamma,
@@ -345,13 +379,15 @@ def _register() -> None:
     exact_kernel = mcmc_kernel("exact", _KERNEL_OPTIONS + ("beta_move", "laplace_tries"))
 
     @register_method(ids, "blocked_gibbs", kernel=exact_kernel)
-    def blocked_gibbs(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
+    def blocked_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup: int = 1000,
                       num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                       chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
                       rescale: bool = True, fast_compile: bool | None = None, beta_move: str = "gibbs",
                       laplace_tries: int = 2, scale_tries: int | None = None, swap_tries: int | None = None,
-                      **unknown: Any) -> Fit:
+                      target_ess: float | None = None, time_budget: float | None = None, **unknown: Any) -> Fit:
         """Blocked Gibbs (Listing 4.1) with kernel selection and the exact orthant-truncated Z sampler.
+
+        Four chains by default (r-hat needs several), each started from its own random active set.
 
         ``driver="chunked"`` (default): vectorized chains in compiled chunks reused across fits of the same
         shapes; ``driver="numpyro"``: ``numpyro.infer.MCMC`` (recompiles per call). ``chain_method``:
@@ -364,20 +400,25 @@ def _register() -> None:
         ``max_active``; ``laplace_tries`` independence proposals per sweep besides its joint one.
         ``scale_tries`` / ``swap_tries`` (None: ``MILConfig``'s 4 / 10; 0: off, the sampler before them): the
         Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil.scale``) and the swap move of gamma
-        (``zoo.inference.mil.swap``), exact moves that mix the scale of f and the kernel choice."""
+        (``zoo.inference.mil.swap``), exact moves that mix the scale of f and the kernel choice.
+        ``num_samples="auto"``: sample in compiled chunks until delta2 and n_active reach bulk and tail ESS
+        ``target_ess`` (default 400) with r-hat < 1.01, or stop after ``time_budget`` seconds of sampling (default
+        300) with a ConvergenceWarning naming the sites that fell short (``zoo.inference.driver.sample_until``)."""
         return _run_gibbs(spec, data, seed=seed, num_chains=num_chains, num_warmup=num_warmup,
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="exact",
                           method_name="blocked_gibbs", unknown=unknown, driver=driver, rescale=rescale,
                           fast_compile=fast_compile, beta_move=beta_move, laplace_tries=laplace_tries,
-                          scale_tries=scale_tries, swap_tries=swap_tries)
+                          scale_tries=scale_tries, swap_tries=swap_tries, target_ess=target_ess,
+                          time_budget=time_budget)
 
     @register_method(ids, "blocked_gibbs_mh", kernel=mcmc_kernel("mh", _KERNEL_OPTIONS))
-    def blocked_gibbs_mh(spec, data, seed: int = 0, num_chains: int = 1, num_warmup: int = 1000,
+    def blocked_gibbs_mh(spec, data, seed: int = 0, num_chains: int = 4, num_warmup: int = 1000,
                          num_samples: int = 1000, thinning: int = 1, progress_bar: bool = True,
                          chain_method: str = "vectorized", store_z: bool = False, driver: str = "chunked",
                          rescale: bool = True, fast_compile: bool | None = None, scale_tries: int | None = None,
-                         swap_tries: int | None = None, **unknown: Any) -> Fit:
+                         swap_tries: int | None = None, target_ess: float | None = None,
+                         time_budget: float | None = None, **unknown: Any) -> Fit:
         """Blocked Gibbs with the thesis' Metropolis Z samplers (independence MH / random walk), for comparison;
         options as ``blocked_gibbs``, but no Z-collapsed scale move (``scale_tries`` 0: it needs Z drawn afresh
         from Z | f after it); the swap move of gamma is on."""
@@ -385,7 +426,8 @@ def _register() -> None:
                           num_samples=num_samples, thinning=thinning, progress_bar=progress_bar,
                           chain_method=chain_method, store_z=store_z, z_sampler="mh",
                           method_name="blocked_gibbs_mh", unknown=unknown, driver=driver, rescale=rescale,
-                          fast_compile=fast_compile, scale_tries=scale_tries, swap_tries=swap_tries)
+                          fast_compile=fast_compile, scale_tries=scale_tries, swap_tries=swap_tries,
+                          target_ess=target_ess, time_budget=time_budget)
 
 
 _register()

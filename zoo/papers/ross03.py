@@ -74,14 +74,22 @@ _VQS = {"a": 1, "b": 1, "mu": 1, "sigma": 1, "s": ("carry", 1), "r": "labels",
         "within": {"groups": {"mu": 1, "sigma": 1, "b": 1}, "states": {"mu": 2, "sigma": 2, "b": 2},
                    "labels": {"s": 1}}}
 
+#: the per-case draws of q (states per VQ, clusters); every method's dims (the program's plate ``case``)
+_UNIT_SITES = ("s", "y")
+_SITE_DIMS = {"mu": ("dim", "vq", "state"), "sigma": ("dim", "vq", "state"), "a": ("dim", "vq"),
+              "b": ("class", "vq", "state"), "beta": ("class",), "r": ("dim",), "s": ("case", "vq"), "y": ("case",),
+              "x": ("case", "dim"), "free_energy": ("iteration",), "temperature": ("iteration",)}
 register_model("ross03.mcvq", paper=PAPER, title="Multiple Cause Vector Quantization", build=_builder("plain"),
-               data_kind="Matrix", default_method="variational_em", headline=("b",), exchangeable=_VQS)
+               data_kind="Matrix", default_method="variational_em", headline=("b",), exchangeable=_VQS,
+               unit_sites=_UNIT_SITES, site_dims=_SITE_DIMS)
 register_model("ross03.mcvq_supervised", paper=PAPER, title="MCVQ with class-conditional state priors (Sec. 4.2.2)",
                build=_builder("supervised"), data_kind="Matrix", default_method="variational_em", headline=("b",),
-               exchangeable=_VQS)
+               exchangeable=_VQS,
+               unit_sites=_UNIT_SITES, site_dims=_SITE_DIMS)
 register_model("ross03.mcvq_clustered", paper=PAPER, title="MCVQ clustering of cases (Sec. 4.2.1)",
                build=_builder("clustered"), data_kind="Matrix", default_method="variational_em",
-               headline=("beta", "b"), exchangeable=_VQS)
+               headline=("beta", "b"), exchangeable=_VQS,
+               unit_sites=_UNIT_SITES, site_dims=_SITE_DIMS)
 
 
 # --- data -------------------------------------------------------------------------------------------------------

@@ -264,14 +264,32 @@ def _loop_options(max_iter, tol, local_steps, chunk, num_draws):
     nonnegative_float(tol, "tol")
 
 
+#: every method's dims (the program's plates ``factor``, ``image`` and ``break``); pi (image, factor) is per image
+_SITE_DIMS = {"phi_w": ("factor", "word"), "phi_b": ("factor", "visual_word"), "topic_weight": ("factor",),
+              "beta": ("factor",), "pi": ("image", "factor"), "sticks": ("break",), "words": ("image", "word"),
+              "visual_words": ("image", "visual_word"), "factor_usage": ("factor",)}
+
+
+def _coords(spec, data) -> dict:
+    """The data's labels: caption words and visual words, where the data name them."""
+    coords = {}
+    if getattr(data, "word_vocabulary", None) is not None:
+        coords["word"] = [str(w) for w in data.word_vocabulary]
+    if getattr(data, "visual_vocabulary", None) is not None:
+        coords["visual_word"] = [str(w) for w in data.visual_vocabulary]
+    return coords
+
+
 register_model("yakhnenko.mom_lda", paper=PAPER, title="Multi-modal LDA of caption words and visual words",
                build=_build_lda, data_kind="MultimodalCounts", default_method="mean_field_vi",
                program_args=_program_args, prior_sites=("pi", "phi_w", "phi_b"), headline=("topic_weight",),
-               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0})
+               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0}, unit_sites=("pi",),
+               site_dims=_SITE_DIMS, coords=_coords)
 register_model("yakhnenko.mom_hdp", paper=PAPER, title="Multi-modal HDP, truncated stick-breaking",
                build=_build_hdp, data_kind="MultimodalCounts", default_method="stick_breaking_vi",
                program_args=_program_args, prior_sites=("sticks", "phi_w", "phi_b"), headline=("beta",),
-               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0, "beta": 0},
+               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0, "beta": 0}, unit_sites=("pi",),
+               site_dims=_SITE_DIMS, coords=_coords,
                prior_families={"sticks": any_family(dist.constraints.unit_interval, dist.Beta,
                                                     why="the stick-breaking VI's expectations")})
 

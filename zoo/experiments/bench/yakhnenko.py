@@ -45,8 +45,9 @@ def _completion_perplexity(phi: np.ndarray, alpha: np.ndarray, test_words: np.nd
     return float(np.exp(-np.sum(held * np.log(p)) / held.sum()))
 
 
-@register_benchmark("topics", goals=(Goal("ratio_zoo_lda_vs_sklearn_pass", "<=", 1.0, "s/pass MoM-LDA / sklearn LDA"),
-                                      Goal("ratio_zoo_hdp_vs_gensim_hdp_pass", "<=", 1.0, "s/pass MoM-HDP / gensim HDP")),
+@register_benchmark("topics", goals=(
+                        Goal("ratio_zoo_lda_vs_sklearn_pass", "<=", 1.0, "s/pass MoM-LDA / sklearn LDA"),
+                        Goal("ratio_zoo_hdp_vs_gensim_hdp_pass", "<=", 1.0, "s/pass MoM-HDP / gensim HDP")),
                     peer="scikit-learn LatentDirichletAllocation (batch); gensim HdpModel")
 def bench_topics(fast: bool = False) -> dict:
     """Time per pass over the caption-word counts (single modality) and document-completion perplexity:
