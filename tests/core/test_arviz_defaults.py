@@ -51,9 +51,6 @@ CASES = {
                           "dict(max_iter=20, progress_bar=False)"),
 }
 
-_CONSTANT_WITHIN_RESTART = ("the method point-estimates some sites (the same value in every draw of a restart), "
-                            "which are stored as draws: ArviZ's r-hat divides by their zero within-chain variance "
-                            "(unfinished: move them beside q's parameters)")
 _ARVIZ_INTEGER_RANKS = ("ArviZ 0.23's rank plot fails on an integer site with an element that never changes "
                         "(compute_ranks fits a spline over [min, max]); the indicator draws of a certainly relevant "
                         "feature / active basis function are such elements")
@@ -62,8 +59,6 @@ _CONSTANT_ELEMENTS = ("an indicator that never changes in any draw (a basis func
                       "one value; ArviZ's report of a fact about the draws, which the zoo cannot lay out away")
 #: model id -> why its default fit still warns or fails under some default ArviZ call (expected failures)
 KNOWN = {
-    "ross03.mcvq": _CONSTANT_WITHIN_RESTART, "ross03.mcvq_supervised": _CONSTANT_WITHIN_RESTART,
-    "ross03.mcvq_clustered": _CONSTANT_WITHIN_RESTART, "yakhnenko.mom_hdp": _CONSTANT_WITHIN_RESTART,
     "gustafson07.full": _ARVIZ_INTEGER_RANKS, "gustafson07.fs": _ARVIZ_INTEGER_RANKS,
     "gustafson07.cvfs": _ARVIZ_INTEGER_RANKS,
     **{f"kueck04.{variant}": _CONSTANT_ELEMENTS for variant in ("supervised", "constraint", "measurement", "hybrid")},

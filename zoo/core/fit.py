@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zoo.core import convergence
-from zoo.core.idata import az, final_objectives, without_shape_log
+from zoo.core.idata import az, final_objectives, with_point_estimates, without_shape_log
 from zoo.core.persist import save_fit
 
 __all__ = ["Fit"]
@@ -56,10 +56,11 @@ class Fit:
         if self.is_point_estimate:
             raise ValueError(f"diagnose: the {self.method!r} fit holds point estimates (one per restart), which have "
                              f"no convergence diagnostics; fit.restarts() shows the restarts' objectives")
-        names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
+        idata = with_point_estimates(self.idata)     # a variational method's point estimates beside the draws of q
+        names = list(var_names or self.headline or list(idata.posterior.data_vars))
         if elements:
-            return convergence.diagnose_elements(self.idata, names)
-        return convergence.diagnose(self.idata, names, inference=self.inference)
+            return convergence.diagnose_elements(idata, names)
+        return convergence.diagnose(idata, names, inference=self.inference)
 
     @property
     def is_point_estimate(self) -> bool:
@@ -95,6 +96,7 @@ class Fit:
         names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
         if self.is_point_estimate:
             return self._restart_summary(names)
+        idata = with_point_estimates(self.idata)     # a variational method's point estimates beside the draws of q
         one_chain = self.idata.posterior.sizes.get("chain", 0) < 2
         with warnings.catch_warnings(), without_shape_log():
             # constant elements (a certain indicator) and a single chain have no r-hat: ArviZ divides by zero and
@@ -102,18 +104,18 @@ class Fit:
             warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
             if one_chain:
                 warnings.filterwarnings("ignore", message="Degrees of freedom", category=RuntimeWarning)
-            table = az.summary(self.idata, var_names=names, **kwargs)
+            table = az.summary(idata, var_names=names, **kwargs)
         table = table.drop(columns=["r_hat"], errors="ignore") if one_chain else table
         if self.inference == "variational":
-            table = self._variational_summary(table, names)
+            table = self._variational_summary(table, names, idata.posterior)
         table.attrs["inference"] = self.inference
         return table
 
-    def _variational_summary(self, table, names: Sequence[str]):
+    def _variational_summary(self, table, names: Sequence[str], post):
         """Variational draws: the columns say what they are. mean, sd and HDI are q's (restarts pooled), MCSE is the
         Monte Carlo error of the draws, r-hat compares restarts (``r_hat_restarts``); ESS and MCSE are blanked for
-        the sites the method point-estimates (the same in every draw of a restart)."""
-        post = self.idata.posterior
+        the sites the method point-estimates (the same in every draw of a restart; ``post``: the posterior with
+        them, ``zoo.core.idata.with_point_estimates``)."""
         for name in names:
             values = np.asarray(post[name])
             flat = values.reshape(values.shape[:2] + (-1,))
