@@ -6,8 +6,9 @@ every method it has.
 
 Three ArviZ notices are not the zoo's layout and are set aside (``IGNORED``): matplotlib's deprecation of a call
 inside ArviZ 0.23's plotting code (it fires on ArviZ's own example data too), ArviZ's notice that a rank plot
-draws its first 40 panels, and PSIS-LOO's Pareto-k report (a result about 40 draws of a small data set). Fits that still warn are listed in ``KNOWN`` with the reason, as expected failures,
-so that they stay visible until fixed.
+draws its first 40 panels, and PSIS-LOO's Pareto-k report (a result about 40 draws of a small data set). Fits
+that still warn are listed in ``KNOWN`` with the reason, as expected failures, so that they stay visible until
+fixed.
 """
 from __future__ import annotations
 
@@ -90,7 +91,12 @@ calls = {{"summary": az.summary, "plot_forest": az.plot_forest, "ess": az.ess, "
 if not fit.is_point_estimate:      # restarts of an optimizer have no trace and no ranks: one value each
     calls.update(plot_trace=az.plot_trace, plot_rank=az.plot_rank)
 if "log_likelihood" in idata.groups() and not fit.is_point_estimate:
-    calls["loo"] = az.loo
+    observed = list(idata.log_likelihood.data_vars)
+    # one observed site: ArviZ's defaults; several (yakhnenko's words and visual words): ArviZ asks for var_name
+    if len(observed) == 1:
+        calls["loo"] = az.loo
+    for site in observed if len(observed) > 1 else ():
+        calls[f"loo[{{site}}]"] = lambda data, site=site: az.loo(data, var_name=site)
 if "posterior_predictive" in idata.groups():
     calls["plot_ppc"] = az.plot_ppc
 if "sample_stats" in idata.groups() and "energy" in idata.sample_stats:

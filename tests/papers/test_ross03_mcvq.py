@@ -287,8 +287,9 @@ def test_missing_entries_take_no_part(simulated_fit):
 
 def test_posterior_holds_draws_of_q_and_relabelled_vqs(simulated_fit):
     """Variational EM: r and s are draws of each restart's q (s, per case, in unit_posterior); mu, sigma, a, b are
-    point estimates, one per restart, kept beside q's parameters (variational_parameters); the VQs, exchangeable between restarts, are relabelled beside the raw draws with r's
-    values and s's columns following the same permutation; az.loo reads chains x draws of q."""
+    point estimates, one per restart, kept beside q's parameters (variational_parameters); the VQs, exchangeable
+    between restarts, are relabelled beside the raw draws with r's values and s's columns following the same
+    permutation; az.loo reads chains x draws of q."""
     import arviz as az
 
     fit, _, _ = simulated_fit

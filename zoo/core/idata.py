@@ -11,7 +11,11 @@ instance) and the per-unit quantities derived from the draws (label probabilitie
 ``az.summary`` would list one row each and ``az.plot_trace`` one panel each. ArviZ reads it when asked:
 ``az.summary(idata, group="unit_posterior")``, ``az.plot_forest(idata.unit_posterior)``. Each model declares its
 unit sites and the dims of every site (``zoo.core.registry.register_model``); ``conform_layout`` moves and names
-them, the same for every method, and ``zoo.load_fit`` applies it to files written before (format 2 and earlier). Optimizers (MAP-EM, variational EM) store one "draw" per chain, several chains being several
+them, the same for every method, and ``zoo.load_fit`` applies it to files written before (format 2 and earlier).
+A variational method's point-estimated sites go beside q's parameters (``VARIATIONAL_PARAMETERS``, one value per
+restart), since they are not draws of q.
+
+Optimizers (MAP-EM, variational EM) store one "draw" per chain, several chains being several
 restarts, so ``az.summary`` shows the spread between restarts; their objective trace goes to ``sample_stats``
 as ``objective`` with shape (chain, 1, iteration).
 """
