@@ -53,15 +53,17 @@ CASES = {
 }
 
 _ARVIZ_INTEGER_RANKS = ("ArviZ 0.23's rank plot fails on an integer site with an element that never changes "
-                        "(compute_ranks fits a spline over [min, max]); the indicator draws of a certainly relevant "
-                        "feature / active basis function are such elements")
+                        "(compute_ranks fits a spline over [min, max]), and its r-hat divides 0 by 0 there: a "
+                        "discrete draw certain a posteriori (gustafson07's M of a certainly relevant feature, "
+                        "ross03's r of a dimension that q assigns to one VQ) is such an element")
 _CONSTANT_ELEMENTS = ("an indicator that never changes in any draw (a basis function never or always active on "
                       "small data): ArviZ 0.23's r-hat divides 0 by 0 (RuntimeWarning) and plot_trace's KDE sees "
                       "one value; ArviZ's report of a fact about the draws, which the zoo cannot lay out away")
 #: model id -> why its default fit still warns or fails under some default ArviZ call (expected failures)
 KNOWN = {
     "gustafson07.full": _ARVIZ_INTEGER_RANKS, "gustafson07.fs": _ARVIZ_INTEGER_RANKS,
-    "gustafson07.cvfs": _ARVIZ_INTEGER_RANKS,
+    "gustafson07.cvfs": _ARVIZ_INTEGER_RANKS, "ross03.mcvq": _ARVIZ_INTEGER_RANKS,
+    "ross03.mcvq_clustered": _ARVIZ_INTEGER_RANKS,
     **{f"kueck04.{variant}": _CONSTANT_ELEMENTS for variant in ("supervised", "constraint", "measurement", "hybrid")},
 }
 
