@@ -35,7 +35,7 @@ from zoo.core.priors import any_family, dirichlet_concentration
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
-from zoo.core.idata import add_variational_parameters, to_inference_data
+from zoo.core.idata import POINT_ESTIMATE_NOTE, add_variational_parameters, to_inference_data
 
 __all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy", "region_accuracy",
            "region_caption_accuracy",
@@ -225,7 +225,7 @@ def _make_fit(spec, data, method, state_topic, prior_conc, trace, seed, num_draw
         attrs={"method": method, "model": spec.id,
                "note": "chain = restart; draw = an independent draw of that restart's variational posterior q"})
     if beta is not None:
-        idata.posterior["beta"].attrs["q"] = "point estimate of the method: the same in every draw of a restart"
+        idata.posterior["beta"].attrs["q"] = POINT_ESTIMATE_NOTE   # moved beside q's parameters by zoo.core.finish
     add_variational_parameters(idata, {"gamma": (("chain", "image", "factor"), gamma),
                                        "lambda_w": (("chain", "factor", "word"), lam_w),
                                        "lambda_b": (("chain", "factor", "visual_word"), lam_b)})
