@@ -24,7 +24,8 @@ run's mean acceptance (NUTS), and the share of draws in which a discrete site ch
 
 **Optimisers and variational inference** (EM, MAP, variational EM, coordinate-ascent and stochastic VI, SVI; each
 chain a restart) are judged by their objective trace (``sample_stats["objective"]``, (chain, 1, iteration), NaN
-after a run stopped by its own tolerance): a restart converged when it stopped by its own tolerance, or when the
+after a run stopped by its own tolerance; an annealed run, with ``sample_stats["temperature"]``, judged from where the
+temperature reaches 1): a restart converged when it stopped by its own tolerance, or when the
 mean of the objective over the last 10 % of its iterations differs from the mean over the 10 % that end at the
 run's midpoint by less than ``OBJECTIVE_RTOL`` of its size plus ``OBJECTIVE_ATOL`` nats plus three standard
 errors of the noise (a decaying
@@ -319,7 +320,15 @@ def objective_checks(idata) -> list[ObjectiveCheck] | None:
         return None
     n_chain = idata.posterior.sizes["chain"]
     trace = np.asarray(stats["objective"], dtype=np.float64).reshape(n_chain, -1)
-    checks = [objective_check(t) for t in trace]
+    if "temperature" in stats:   # an annealed objective is the method's own only once the temperature is 1
+        temperature = np.asarray(stats["temperature"], dtype=np.float64).reshape(n_chain, -1)
+        if temperature.shape == trace.shape:
+            trace = np.where(np.isclose(temperature, 1.0), trace, np.nan)
+            checks = [objective_check(t[np.argmax(~np.isnan(t)):] if np.isfinite(t).any() else t) for t in trace]
+        else:
+            checks = [objective_check(t) for t in trace]
+    else:
+        checks = [objective_check(t) for t in trace]
     if "converged" in stats:   # a method that records its own convergence flag: a stop by it counts as one
         flags = np.asarray(stats["converged"]).reshape(n_chain, -1)[:, 0]
         checks = [c._replace(converged=True, stopped_early=True) if bool(flag) and c.converged is not True else c

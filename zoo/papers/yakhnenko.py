@@ -264,7 +264,7 @@ register_model("yakhnenko.mom_hdp", paper=PAPER, title="Multi-modal HDP, truncat
 
 
 @register_method("yakhnenko.mom_lda", "mean_field_vi", kind="variational")
-def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, seed_docs_per_factor=2,
+def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=1000, tol=1e-6, local_steps=3, seed_docs_per_factor=2,
                 chunk=10, num_draws=100, progress_bar=True, data_devices=None, **unknown) -> Fit:
     """Coordinate-ascent mean-field VI (Sec. 2.6.1-2.6.2); each chain is a random restart (default 2), the
     restart with the highest ELBO makes the predictions; ``num_draws`` draws of each restart's q go to
@@ -285,7 +285,7 @@ def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
 
 
 @register_method("yakhnenko.mom_hdp", "stick_breaking_vi", kind="variational")
-def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_steps=3, beta_steps=25,
+def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=1000, tol=1e-6, local_steps=3, beta_steps=25,
                 beta_learning_rate=0.05, seed_docs_per_factor=2, chunk=10, fixed_beta=None, initial_sticks=None,
                 num_draws=100, progress_bar=True, data_devices=None, **unknown) -> Fit:
     """Truncated stick-breaking VI: coordinate ascent plus the stick logits of beta by optax (Sec. 2.6.3).
