@@ -124,6 +124,17 @@ def test_an_annealed_objective_is_judged_once_the_temperature_is_1():
     assert n == objective.size
 
 
+def test_variational_restarts_disagree_only_beyond_their_spread():
+    rng = np.random.default_rng(5)
+    flat = {"objective": np.full((2, 1, 50), -100.0)}                  # both converged, at the same optimum
+    apart = rng.normal(size=(2, 200)) + np.array([[0.0], [3.0]])
+    close = rng.normal(size=(2, 200)) + np.array([[0.0], [0.2]])
+    table = diagnose(to_inference_data({"w": apart, "v": close}, sample_stats=flat), ["w", "v"],
+                     inference="variational")
+    assert table.loc["w", "status"] == "fail" and "beyond q's sd" in table.loc["w", "verdict"]
+    assert table.loc["v", "status"] == "ok"
+
+
 # ---------------------------------------------------------------------------------------------- discrete MCMC sites
 
 def _binary_chains(rates, n_draw=400, seed=0, start=None):

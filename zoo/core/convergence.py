@@ -28,12 +28,11 @@ after a run stopped by its own tolerance; an annealed run, with ``sample_stats["
 temperature reaches 1): a restart converged when it stopped by its own tolerance, or when the
 mean of the objective over the last 10 % of its iterations differs from the mean over the 10 % that end at the
 run's midpoint by less than ``OBJECTIVE_RTOL`` of its size plus ``OBJECTIVE_ATOL`` nats plus three standard
-errors of the noise (a decaying
-learning rate flattens a trace that is far from its optimum: comparing the end with the middle sees that).
-Converged restarts whose final objectives lie within ``OPTIMA_TOL`` nats of the best reached the best optimum; when
-two or more did and they disagree on a site beyond ``VALUE_RTOL`` (variational: beyond r-hat 1.01 between
-restarts), the point estimate is not unique and that is flagged; restarts stuck at worse optima are reported, not
-flagged (predictions use the best).
+errors of the noise (a decaying learning rate flattens a trace that is far from its optimum: comparing the end with
+the middle sees that). Converged restarts whose final objectives lie within ``OPTIMA_TOL`` nats of the best reached
+the best optimum; when two or more did and they disagree on a site beyond ``VALUE_RTOL`` (variational draws: means
+further apart than q's sd, i.e. beyond their spread), the answer is not unique and that is flagged; restarts stuck
+at worse optima are reported, not flagged (predictions use the best).
 
 Each row has ``status`` ("ok", "certain", "point estimate", or "fail"), ``verdict`` (in words) and ``advice`` (what
 to change, by the site's kind: label switching is mentioned only for sites declared exchangeable).
@@ -494,9 +493,17 @@ def _variational_row(idata, site: str, objective_problem: str, objective_note: s
         r_hat, ess_bulk, _, _ = _ess_rhat(values[use] if len(use) > 1 else values, name)
         row["r_hat_restarts"] = float(np.nanmax(r_hat)) if np.isfinite(r_hat).any() else np.nan
         row["ess_bulk"] = float(np.nanmin(ess_bulk)) if np.isfinite(ess_bulk).any() else np.nan
-        if len(use) > 1 and group and row["r_hat_restarts"] >= RHAT_MAX:
-            disagree = (f"restarts disagree (variational): r-hat {row['r_hat_restarts']:.3f} >= {RHAT_MAX} between "
-                        f"the {len(use)} restarts at the best optimum (different optima of equal ELBO)")
+        if len(use) > 1 and group:
+            # beyond their spread: two restarts' means of an element further apart than q's sd in either
+            flat = values[use].reshape(len(use), draws, -1)
+            means, sds = flat.mean(axis=1), flat.std(axis=1)
+            gap, spread = means.max(0) - means.min(0), sds.max(0)
+            worst = int(np.argmax(gap / np.maximum(spread, 1e-300)))
+            if gap[worst] > spread[worst]:
+                disagree = (f"restarts disagree (variational): the {len(use)} restarts at the best optimum put the "
+                            f"mean of {_element_names(site, values.shape[2:])[worst]} {gap[worst]:.3g} apart, beyond "
+                            f"q's sd {spread[worst]:.3g} (r-hat between them {row['r_hat_restarts']:.3f}): "
+                            f"different optima of equal ELBO")
     if disagree:
         advice.append("the optimum is not unique: more restarts (num_chains), or a posterior method (MCMC)")
     if point:
