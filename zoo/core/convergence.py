@@ -400,7 +400,8 @@ def _mcmc_advice(site: str, kind: str, problems: list[str], exchangeable: bool) 
             advice.append(f"{site} is exchangeable: compare the relabelled draws ({site}_relabelled) for label "
                           f"switching")
     if "ESS" in text:
-        advice.append("more draws (num_samples, or num_samples='auto' to run until the target ESS)")
+        advice.append("more draws (num_samples; the zoo's own samplers also take num_samples='auto', which runs "
+                      "until the target ESS)")
     if "divergent" in text:
         advice.append("raise target_accept_prob or reparameterize")
     return "; ".join(advice)
