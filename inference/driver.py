@@ -339,19 +339,41 @@ def optimize_chunked(run_chunk: Callable, state, *, max_iter: int, tol: float, c
 
 class KernelMCMCState(NamedTuple):
     """``numpyro.infer.MCMC``'s state for a zoo kernel: the kernel's state, the next step's key, the last step's
-    info and ``observe``'s draw (the ``sample_field``); ``extra_fields=("info.<name>", ...)`` collects infos."""
+    info and ``observe``'s draw (the ``sample_field``); ``extra_fields=("<name>", ...)`` collects infos by their
+    plain names, as NumPyro's own kernels' fields are named (``"info.<name>"`` works too)."""
     state: Any
     key: jax.Array
     info: Any
     draw: Any
 
+    def __getattr__(self, name):
+        # reached only for a name that is not a field: MCMC's extra_fields look the info's fields up by name
+        if name.startswith("_"):
+            raise AttributeError(name)
+        info = tuple.__getitem__(self, 2)
+        if info is not None and hasattr(info, name):
+            return getattr(info, name)
+        raise AttributeError(f"{type(self).__name__} has no field {name!r} (the step's info fields: "
+                             f"{', '.join(getattr(info, '_fields', ()))})")
+
 
 class KernelMCMC(MCMCKernel):
     """Any ``build_kernel(problem, config)`` kernel as a ``numpyro.infer.mcmc.MCMCKernel``.
 
+    >>> import jax, numpyro, zoo
+    >>> from zoo.inference.driver import KernelMCMC
+    >>> from zoo.inference.mil.gibbs import build_mil_kernel, mil_position
+    >>> from zoo.papers.kueck04 import mil_config, mil_problem, prepare     # a problem from a model and its data
+    >>> spec = zoo.model("kueck04.constraint")
+    >>> prep = prepare(spec, zoo.load_dataset("kueck04_two_gaussians", n=60))
+    >>> problem, config = mil_problem(spec, prep), mil_config(spec, prep)
     >>> mcmc = numpyro.infer.MCMC(KernelMCMC(build_mil_kernel, config, problem, observe=mil_position),
-    ...                           num_warmup=500, num_samples=1000, num_chains=2, chain_method="vectorized")
-    >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=("info.n_active",)); mcmc.get_samples()
+    ...                           num_warmup=50, num_samples=50, num_chains=2, chain_method="vectorized",
+    ...                           progress_bar=False)
+    >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=("info.n_active",))
+    >>> mcmc.get_samples()["delta2"].shape, mcmc.get_extra_fields()["info.n_active"].shape   # chains x draws
+    ((100,), (100,))
+
     ``mcmc.run(key, problem=other)`` with ``MCMC(..., jit_model_args=True)`` passes the problem as a traced
     argument instead of the one given here (no large constants in the compiled program, reusable compilation).
     """

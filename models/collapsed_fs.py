@@ -27,7 +27,7 @@ def collapsed_fs_program(X, labelled, n_concepts, delta, Omega, garbage_weight: 
     garbage_weight = check_garbage_weight(garbage_weight)
     with numpyro.plate("feature", p):
         m = numpyro.sample("M", dist.Bernoulli(probs=0.5))
-    with numpyro.plate("unit", X.shape[0] - labelled.shape[0]):
+    with numpyro.plate("region", X.shape[0] - labelled.shape[0]):
         y_free = numpyro.sample("Y", dist.Categorical(probs=label_prior_probs(jnp.ones((1, n_concepts), bool),
                                                                                garbage_weight)[0]))
     numpyro.sample("nuisance", dist.Normal(0.0, 1.0))

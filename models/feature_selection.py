@@ -308,10 +308,10 @@ def feature_selection_model(allowed, image_index, keyword_mask, X=None, *, varia
     with numpyro.plate("concept", n_concepts):
         Sigma = numpyro.sample("Sigma", priors["Sigma"].given(masks))
         mu = numpyro.sample("mu", priors["mu"].given(Sigma))
-    with numpyro.plate("unit", n):
+    with numpyro.plate("region", n):
         Y = numpyro.sample("Y", dist.Categorical(probs=label_prior_probs(allowed, garbage_weight)))
     numpyro.factor("coverage", jnp.where(coverage_ok(Y, image_index, keyword_mask), 0.0, -jnp.inf))
-    with numpyro.plate("unit", n):
+    with numpyro.plate("region", n):
         numpyro.sample("X", FeatureSelectionNormal(masks[Y], mu[Y], Sigma[Y], delta, Omega), obs=X)
 
 

@@ -53,7 +53,7 @@ def mcvq_program(mu, sigma, n_cases: int | None = None, X=None, mask=None, label
         elif beta is None:
             raise ValueError("beta: give class probabilities or a prior_beta")
     r = numpyro.sample("r", dist.Categorical(probs=a).to_event(1))                  # (D,) one VQ per dimension
-    with numpyro.plate("cases", C):
+    with numpyro.plate("case", C):
         if n_classes > 1:
             y = numpyro.sample("y", dist.Categorical(probs=beta), obs=labels)
             b_case = b[y]                                                          # (C, K, J)

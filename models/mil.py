@@ -111,11 +111,11 @@ def kernel_mil_program(psi, gram, group_index, group_valid, label_family, group_
     precision = g[:, None] * gram * g[None, :] / delta2 + jnp.diag(1.0 - g)
     beta = numpyro.sample("beta", MultivariateNormal(jnp.zeros(m), precision_matrix=precision))
     f = psi @ (g * beta)
-    with numpyro.plate("instances", n):
+    with numpyro.plate("instance", n):
         z = numpyro.sample("z", dist.Normal(f, 1.0))
     positive = z[group_index] > 0
     n_groups = group_index.shape[0]
-    with numpyro.plate("groups", n_groups):
+    with numpyro.plate("group", n_groups):
         implied = group_label_from_signs(positive, group_valid, label_family)
         numpyro.sample("group_label", dist.Categorical(probs=jnp.eye(5)[implied]), obs=group_label)
         if chi is not None:

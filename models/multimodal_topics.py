@@ -49,14 +49,14 @@ def default_priors_hdp(alpha: float = 1.0, alpha_w: float = 1.0, alpha_b: float 
 def _factors(n_topics: int, n_word_types: int, n_visual_types: int, priors: Mapping):
     eta_w = dirichlet_concentration(priors["phi_w"], n_word_types, "phi_w")
     eta_b = dirichlet_concentration(priors["phi_b"], n_visual_types, "phi_b")
-    with numpyro.plate("factors", n_topics):
+    with numpyro.plate("factor", n_topics):
         phi_w = numpyro.sample("phi_w", dist.Dirichlet(eta_w))
         phi_b = numpyro.sample("phi_b", dist.Dirichlet(eta_b))
     return phi_w, phi_b
 
 
 def _observations(pi, phi_w, phi_b, word_totals, visual_totals, words, visual_words):
-    with numpyro.plate("images", pi.shape[0]):
+    with numpyro.plate("image", pi.shape[0]):
         numpyro.sample("words", dist.Multinomial(word_totals, probs=pi @ phi_w), obs=words)
         numpyro.sample("visual_words", dist.Multinomial(visual_totals, probs=pi @ phi_b), obs=visual_words)
 
@@ -66,7 +66,7 @@ def mom_lda(word_totals, visual_totals, *, n_word_types: int, n_visual_types: in
     """MoM-LDA. word_totals, visual_totals (I,) token counts per image; words (I, W), visual_words (I, V) counts."""
     alpha = dirichlet_concentration(priors["pi"], n_topics, "pi")
     phi_w, phi_b = _factors(n_topics, n_word_types, n_visual_types, priors)
-    with numpyro.plate("images", jnp.shape(word_totals)[0]):
+    with numpyro.plate("image", jnp.shape(word_totals)[0]):
         pi = numpyro.sample("pi", dist.Dirichlet(alpha))
     _observations(pi, phi_w, phi_b, word_totals, visual_totals, words, visual_words)
 
@@ -75,13 +75,13 @@ def mom_hdp(word_totals, visual_totals, *, n_word_types: int, n_visual_types: in
             alpha_pi: float, priors: Mapping, words=None, visual_words=None):
     """MoM-HDP truncated at K = ``truncation`` (Sec. 2.5): beta ~ GEM(alpha), pi_i ~ Dir(alpha_pi beta)."""
     if truncation > 1:
-        with numpyro.plate("breaks", truncation - 1):
+        with numpyro.plate("break", truncation - 1):
             sticks = numpyro.sample("sticks", priors["sticks"])
         beta = numpyro.deterministic("beta", stick_breaking(sticks))
     else:
         beta = numpyro.deterministic("beta", jnp.ones(1))
     phi_w, phi_b = _factors(truncation, n_word_types, n_visual_types, priors)
-    with numpyro.plate("images", jnp.shape(word_totals)[0]):
+    with numpyro.plate("image", jnp.shape(word_totals)[0]):
         pi = numpyro.sample("pi", dist.Dirichlet(alpha_pi * beta))
     _observations(pi, phi_w, phi_b, word_totals, visual_totals, words, visual_words)
 

@@ -108,9 +108,11 @@ def _tau2_site(priors, n_features):
     return numpyro.sample("tau2", prior)
 
 
-def _component_params(n_comp, n_features, mu_star, sigma_star, alpha, tau2, diagonal, known_covariance):
-    """mu_c ~ N(mu*, T) and Sigma_c ~ IW(alpha, alpha Sigma*) (or its diagonal restriction, or known)."""
-    with numpyro.plate("component", n_comp):
+def _component_params(n_comp, n_features, mu_star, sigma_star, alpha, tau2, diagonal, known_covariance,
+                      plate: str = "component"):
+    """mu_c ~ N(mu*, T) and Sigma_c ~ IW(alpha, alpha Sigma*) (or its diagonal restriction, or known); ``plate``
+    names the components' plate (the translation model's components are the words)."""
+    with numpyro.plate(plate, n_comp):
         mu = numpyro.sample("mu", dist.Normal(mu_star, jnp.sqrt(tau2)).to_event(1))
         if known_covariance is not None:
             cov = jnp.broadcast_to(known_covariance, (n_comp,) + known_covariance.shape[-(1 if diagonal else 2):])
@@ -134,7 +136,7 @@ def shrinkage_mixture(X, *, n_components: int, mu_star, sigma_star, alpha: float
     tau2 = _tau2_site(priors, n_features)
     components = _component_params(n_components, n_features, mu_star, sigma_star, alpha, tau2, diagonal,
                                    known_covariance)
-    with numpyro.plate("data", n_points):
+    with numpyro.plate("point", n_points):
         numpyro.sample("x", dist.MixtureSameFamily(dist.Categorical(probs=weights), components), obs=X)
 
 
@@ -144,8 +146,9 @@ def translation_model(X, allowed, *, mu_star, sigma_star, alpha: float, priors: 
     n_regions, n_features = X.shape
     n_words = allowed.shape[1]
     tau2 = _tau2_site(priors, n_features)
-    components = _component_params(n_words, n_features, mu_star, sigma_star, alpha, tau2, diagonal, None)
+    components = _component_params(n_words, n_features, mu_star, sigma_star, alpha, tau2, diagonal, None,
+                                   plate="word")
     probs = allowed / jnp.sum(allowed, axis=1, keepdims=True)
-    with numpyro.plate("data", n_regions):
+    with numpyro.plate("region", n_regions):
         mixture = dist.MixtureSameFamily(dist.Categorical(probs=probs), components.expand([n_regions, n_words]))
         numpyro.sample("x", mixture, obs=X)

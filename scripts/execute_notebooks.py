@@ -24,7 +24,10 @@ After the run the stored notebook is tidied:
   so a text progress bar (NumPyro's) is stored as its final line instead of one output per update;
 * the kernel's temporary file name for a cell in warnings (``/tmp/ipykernel_1234/5678.py:4:``) becomes
   ``<cell>:4:``, so that re-running a notebook does not change its stored warnings;
-* cell execution timing metadata is not recorded.
+* cell execution timing metadata is not recorded;
+* the notebook's metadata gets a stamp ``metadata.zoo``: the SHA-256 of its code cells' sources, the zoo version
+  and the setting it ran in (``stamp``); ``tests/notebooks/test_outputs_current.py`` fails when a notebook's code
+  or the zoo version changed after its outputs were stored. Warnings left in the outputs are listed.
 
 The notebook is written in place atomically (temp file in the same folder, then rename), only when the run had
 no error; a failing notebook is left untouched and the script exits with status 1 after trying the rest.
@@ -122,6 +125,32 @@ def coalesce_streams(nb: nbformat.NotebookNode) -> None:
         cell.outputs = [o for o in merged if o.output_type != "stream" or o.text.strip()]
 
 
+def code_digest(nb: nbformat.NotebookNode) -> str:
+    """SHA-256 of the notebook's code cells' sources in order (what its stored outputs were computed from)."""
+    import hashlib
+    digest = hashlib.sha256()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            digest.update(cell.source.encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def stamp(nb: nbformat.NotebookNode, setting: str) -> None:
+    """Record what the stored outputs come from: the code cells' digest, the zoo version and the setting."""
+    import zoo
+    nb.metadata["zoo"] = {"code_sha256": code_digest(nb), "zoo_version": zoo.__version__, "setting": setting}
+
+
+def warnings_in(nb: nbformat.NotebookNode) -> list[str]:
+    """The lines of stored outputs that are warnings (a reader should see none)."""
+    found = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.output_type == "stream":
+                found += [line for line in output.text.splitlines() if "Warning" in line]
+    return found
+
+
 def kernel_environment(fast: bool, rc_file: pathlib.Path) -> dict[str, str]:
     """Environment variables for the kernel: the notebook setting, the inline backend, the figure dpi."""
     env = {"MPLBACKEND": INLINE_BACKEND, "MATPLOTLIBRC": str(rc_file),
@@ -193,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 dropped = drop_widget_outputs(nb)
                 coalesce_streams(nb)
+                stamp(nb, "fast" if args.fast else "full")
+                for line in warnings_in(nb):
+                    print(f"{path.name}: warning in the stored output: {line}", file=sys.stderr, flush=True)
                 if write:
                     write_atomically(nb, path)
                 size = path.stat().st_size / 1024

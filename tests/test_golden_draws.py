@@ -85,7 +85,9 @@ def _yakhnenko(model: str, method: str, **options):
 def _carbonetto03():
     from zoo.data.carbonetto03 import mixture_data_sec2
     X, _ = mixture_data_sec2(n_points=60, seed=0)
-    return zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag"), X,
+    # raw features (standardize=False): the recorded draws predate standardization by default (issue 34)
+    return zoo.fit(zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag",
+                             standardize=False), X,
                    method="map_em", seed=4, num_chains=2, max_iter=30, progress_bar=False)
 
 
@@ -140,15 +142,17 @@ GOLDEN_ARRAYS = GOLDEN.with_suffix(".npz")
 
 
 def _arrays(fit) -> dict[str, np.ndarray]:
-    """Every array of the posterior and sample_stats groups, as float64 or int64 (``group/name`` -> array)."""
+    """Every array of the posterior and sample_stats groups, as float64 or int64 (``group/name`` -> array). The
+    per-unit draws (``unit_posterior`` since issue 30, the same draws) keep the key they were recorded under,
+    ``posterior/<name>``."""
     out = {}
-    for group in ("posterior", "sample_stats"):
+    for group in ("posterior", "unit_posterior", "sample_stats"):
         if group not in fit.idata.groups():
             continue
         dataset = getattr(fit.idata, group)
         for name in sorted(dataset.data_vars):
             values = np.asarray(dataset[name].values)
-            out[f"{group}/{name}"] = np.ascontiguousarray(
+            out[f"{'posterior' if group == 'unit_posterior' else group}/{name}"] = np.ascontiguousarray(
                 values.astype(np.float64 if values.dtype.kind in "fc" else np.int64, copy=False))
     return out
 

@@ -17,7 +17,10 @@ def _run(k, **mcmc_options):
 
 @pytest.mark.slow   # compiling the sweep under MCMC: about 40 s on one core
 def test_kueck04_hybrid_kernel_under_numpyro_and_arviz():
-    mcmc = _run(kernel(zoo.model("kueck04.hybrid"), ring_data(n=40)))
+    mcmc = MCMC(kernel(zoo.model("kueck04.hybrid"), ring_data(n=40)), num_warmup=5, num_samples=5,
+                progress_bar=False)
+    mcmc.run(jax.random.PRNGKey(0), extra_fields=("n_active",))     # an info field by its plain name
+    assert mcmc.get_extra_fields()["n_active"].shape == (5,)
     idata = az.from_numpyro(mcmc)
     assert {"gamma", "beta", "delta2", "n_active"} <= set(idata.posterior.data_vars)
     assert idata.posterior["beta"].shape[:2] == (1, 5)
@@ -31,6 +34,20 @@ def test_gustafson07_fs_kernel_under_numpyro_and_arviz():
     idata = az.from_numpyro(mcmc)
     assert {"Y", "M", "n_relevant"} <= set(idata.posterior.data_vars)
     assert idata.posterior["Y"].shape == (1, 5, regions.X.shape[0])
+    assert idata.posterior["M"].shape == (1, 5, regions.X.shape[1])      # zoo.fit's shape: (p,) in FS
+
+
+def test_info_fields_by_plain_name():
+    """MCMC's extra_fields look a zoo kernel's step information up by its plain name (and by "info.<name>")."""
+    from collections import namedtuple
+    from operator import attrgetter
+
+    from zoo.inference.driver import KernelMCMCState
+    Info = namedtuple("Info", ["n_active", "accept"])
+    state = KernelMCMCState(state=None, key=None, info=Info(3, 0.5), draw={})
+    assert attrgetter("n_active")(state) == 3 and attrgetter("info.accept")(state) == 0.5
+    with pytest.raises(AttributeError, match="n_active, accept"):
+        attrgetter("bogus")(state)
 
 
 def test_not_mcmc_is_refused():

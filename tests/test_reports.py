@@ -50,6 +50,7 @@ def test_format_number_is_one_rule_for_every_cell():
     assert format_number(0.00001234) == "1.23e-05"
     assert format_number(np.float32(2.5)) == "2.50" and format_number(0.0) == "0"
     assert format_number(Unconverged(0.5)) == "0.500 (unconverged)"
+    assert format_number(0.9996) == format_number(1.0) == "1.00" and format_number(99.96) == "100"
     assert format_number(7) == format_number(np.int64(7)) == "7"
     assert format_number(None) == "-" and format_number(float("nan")) == "n/a"
     assert format_number("0.42 ± 0.03") == "0.42 ± 0.03"

@@ -1,9 +1,15 @@
 """A probabilistic-programming model zoo for learning from annotated images.
 
 >>> import zoo
->>> zoo.catalog()                                   # what is there
->>> spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3)
->>> fit = zoo.fit(spec, zoo.load_dataset("carbonetto03_sec2").X)   # default method; fit.idata: InferenceData
+>>> cards = zoo.catalog()                           # what is there: one ModelCard per model id
+>>> X = zoo.load_dataset("carbonetto03_sec2")       # a (200, 6) array: the paper's Sec. 2 data
+>>> spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag")
+>>> fit = zoo.fit(spec, X, num_chains=2)            # the default method (map_em); fit.idata: InferenceData
+>>> fit.predict(X)
+MixturePrediction(component_proba=float64(200, 3))
+
+Your own data: ``zoo.load_dataset("my_regions.npz")`` (a file of ``zoo regions``), ``zoo.data.Bags.from_table(df,
+bag="molecule", label="active")`` (a pandas DataFrame or a CSV file with a header); see README.md, "Your own data".
 
 Importing zoo enables float64 in JAX (``jax_enable_x64``): see ``zoo._config``. The public names are loaded on
 first use (PEP 562), so ``import zoo`` and ``import zoo.inference.<module>`` stay cheap: JAX, NumPyro and ArviZ

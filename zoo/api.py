@@ -15,6 +15,7 @@ from zoo.catalog import ensure_loaded
 from zoo.core import registry
 from zoo.core.finish import finish
 from zoo.core.fit import Fit
+from zoo.core.idata import conform_layout
 from zoo.core.generic import GENERIC_KINDS, GENERIC_METHODS
 from zoo.core.options import check_common_options, check_known, seed_value
 from zoo.core.persist import read_fit_file
@@ -61,13 +62,14 @@ def fit(spec: ModelSpec | Callable, data: Any, method: str | None = None, seed: 
         check_known(options, registry.option_names(GENERIC_METHODS[name]), f"method {name!r}")
         with compile_clock() as compiling:
             result = _warnings_at_caller(GENERIC_METHODS[name], spec, dict(data), seed=seed, spec=user_spec,
+                                         data=dict(data),
                                          **check_common_options(options))
         spec, kind, exchangeable = user_spec, GENERIC_KINDS[name], {}   # a user's program names no exchangeable sites
     else:
         raise ValueError(f"spec: expected a ModelSpec from zoo.model(...) or a NumPyro program, "
                          f"got {type(spec).__name__}")
     return finish(result, spec, data, options, kind=kind, exchangeable=exchangeable, seed=seed, start=start,
-                  compile_seconds=compiling[0])
+                  compile_seconds=compiling[0], layout=registry.layout_of(spec, data))
 
 
 def load_fit(path: str | os.PathLike) -> Fit:
@@ -78,6 +80,8 @@ def load_fit(path: str | os.PathLike) -> Fit:
     record, spec = parts.record, None
     if record["model"] is not None:
         spec = model(record["model"], priors=record["priors"] or None, **record["arguments"])
+    if spec is not None:   # files of format 2 and earlier kept per-unit draws in posterior, with each method's dims
+        conform_layout(parts.idata, **registry.layout_of(spec, parts.data))
     return Fit(idata=parts.idata, spec=spec, method=record["method"], state=parts.state,
                headline=record["headline"] or None, predictor=parts.predictor, data=parts.data)
 

@@ -139,9 +139,6 @@ def _load_data(args, kind: str | None):
     return data
 
 
-_SAMPLER_FLAGS = ("num_samples", "num_warmup", "num_chains", "thinning")
-
-
 def _split_options(model_id: str, method: str | None, options: dict) -> tuple[dict, dict, str]:
     """``--option`` pairs split into the model's build options and the method's options (an option of both goes to
     the model); a name of neither is a ValueError listing both."""
@@ -267,6 +264,16 @@ def _cmd_bench(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(results, indent=2, default=str))
     print(f"results written to {out / 'bench.json'}")
+    from zoo.bench import goal_rows, goal_table, record_history
+    rows = goal_rows(results, {name: table[name][1] for name in names})
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n=== goals (ratios of one run, one thread each side; load average {load}: a shared machine moves them)")
+    print(goal_table(rows))
+    if args.history:
+        from zoo.core.provenance import software_versions
+        version = software_versions().get("zoo_version", "unknown")
+        record_history(args.history, rows, version, note=f"{'--fast' if args.fast else 'full'}; load {load}")
+        print(f"history row for {version} written to {args.history}")
     return 0
 
 
@@ -365,7 +372,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paper", help="an experiment module (carbonetto03, gustafson07, kueck04, regions, ross03, "
                                  "yakhnenko) or 'all'")
     p.add_argument("--fast", action="store_true",
-                   help="small settings (minutes). Real data, when present, on a subset: carbonetto03 Sec. 5.3 on "
+                   help="small settings (minutes). Real data, when present, on a subset (NCut regions when cached, "
+                        "else SLIC): carbonetto03 Sec. 5.3 on "
                         "100 + 50 MSRC-v2 images; gustafson07 Sec. 7 on 30 MSRC-v2 images; kueck04 Musk1 by "
                         "5-fold CV without the inner kernel selection; yakhnenko Corel5k without the logistic "
                         "regression baseline; ross03 skips its real-data experiments (full mode only); leaderboard "
@@ -380,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", default=None, help="benchmark name (gmm, mcvq, cvfs, mil, ...) or all")
     p.add_argument("--fast", action="store_true", help="smaller problems")
     p.add_argument("--out", default="bench_results", help="folder for bench.json")
+    p.add_argument("--history", default=None, metavar="FILE",
+                   help="also add this version's row of ratios to FILE's history table (docs/benchmarks.md)")
     p.set_defaults(run=_cmd_bench)
 
     p = sub.add_parser("regions", parents=[debug], formatter_class=_Formatter,

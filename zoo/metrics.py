@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["pr_n", "pr_sampled", "empirical_word_proba", "matched_accuracy", "auc", "rms", "region_label_correct",
-           "per_word_annotation", "pixel_accuracy"]
+           "per_word_annotation", "pixel_accuracy", "pixel_accuracy_from_counts"]
 
 
 def _per_image_mean(errors: np.ndarray, image_ids: np.ndarray) -> float:
@@ -155,3 +155,25 @@ def pixel_accuracy(predicted, truth, void: int = -1) -> dict:
     classes, inverse = np.unique(t, return_inverse=True)
     per_class = np.bincount(inverse, weights=right, minlength=classes.size) / np.bincount(inverse)
     return {"global": float(right.mean()), "class_avg": float(per_class.mean()), "pixels": int(t.size)}
+
+
+def pixel_accuracy_from_counts(predicted, counts) -> dict:
+    """``pixel_accuracy`` of a region labelling without the maps: ``predicted`` (R,) the class index given to each
+    region (-1: none), ``counts`` (R, C) the region's pixels of each true class (void left out). The same numbers
+    as labelling every pixel with its region's class and calling ``pixel_accuracy`` on the maps."""
+    predicted = np.asarray(predicted)
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.ndim != 2 or predicted.shape != (counts.shape[0],):
+        raise ValueError(f"predicted: expected shape ({counts.shape[0]},) for counts of shape {counts.shape}, got "
+                         f"{predicted.shape}")
+    if predicted.size and predicted.max() >= counts.shape[1]:
+        raise ValueError(f"predicted: class {int(predicted.max())} outside the {counts.shape[1]} count columns")
+    total = counts.sum(axis=0)
+    if total.sum() == 0:
+        raise ValueError("counts: no labelled pixel")
+    rows = np.flatnonzero(predicted >= 0)
+    right = np.zeros(counts.shape[1])
+    np.add.at(right, predicted[rows], counts[rows, predicted[rows]])
+    present = total > 0
+    return {"global": float(right.sum() / total.sum()), "class_avg": float(np.mean(right[present] / total[present])),
+            "pixels": int(total.sum())}

@@ -252,6 +252,12 @@ def format_number(value: Any) -> str:
         if magnitude >= 100:
             return f"{x:.0f}"
         decimals = max(0, 2 - int(math.floor(math.log10(magnitude))))
+        # a value that rounds up into the next decade (0.9996 -> 1.000) takes that decade's decimals (1.00), so
+        # that one column never shows "1.00" beside "1.000"
+        rounded = abs(round(x, decimals))
+        if rounded >= 100:
+            return f"{x:.0f}"
+        decimals = max(0, 2 - int(math.floor(math.log10(rounded)))) if rounded > 0 else decimals
         return f"{x:.{decimals}f}"
     return str(value)
 
@@ -449,7 +455,10 @@ def update_manifest(report: PaperReport, out_root: pathlib.Path, context: dict, 
     entries = dict(sorted(entries.items()))
     out_root = pathlib.Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
-    (out_root / MANIFEST).write_text(json.dumps(entries, indent=1, default=str))
+    # written beside and renamed: a reader (or another run) never sees half an index
+    tmp = out_root / f".{MANIFEST}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(entries, indent=1, default=str))
+    os.replace(tmp, out_root / MANIFEST)
     return entries
 
 

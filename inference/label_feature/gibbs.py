@@ -182,9 +182,15 @@ def build_gibbs_kernel(problem: RegionProblem, variant: str) -> Kernel:
 class LabelFeatureGibbs(KernelMCMC):
     """``build_gibbs_kernel`` under ``numpyro.infer.MCMC`` (``driver.KernelMCMC``); draws: ``collected``.
 
-    >>> mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(problem, "cvfs"), num_warmup=200, num_samples=1000,
-    ...                           num_chains=2, chain_method="vectorized")
-    >>> mcmc.run(jax.random.PRNGKey(0)); mcmc.get_samples(group_by_chain=True)["M"]
+    >>> import jax, numpyro, zoo
+    >>> from zoo.inference.label_feature.gibbs import LabelFeatureGibbs
+    >>> from zoo.papers.gustafson07 import region_arrays, region_problem   # a problem from a model and its data
+    >>> regions = zoo.load_dataset("gustafson07_program", n_images=10, n_keywords=4, n_features=5)
+    >>> problem = region_problem(zoo.model("gustafson07.cvfs"), region_arrays(regions))
+    >>> mcmc = numpyro.infer.MCMC(LabelFeatureGibbs(problem, "cvfs"), num_warmup=50, num_samples=100,
+    ...                           num_chains=2, chain_method="vectorized", progress_bar=False)
+    >>> mcmc.run(jax.random.PRNGKey(0)); mcmc.get_samples(group_by_chain=True)["M"].shape   # (chain, draw, K+1, p)
+    (2, 100, 5, 5)
     """
 
     def __init__(self, problem: RegionProblem, variant: str):

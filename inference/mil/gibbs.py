@@ -434,9 +434,19 @@ def _collapsed_step(key, beta_active, delta2, anchor, aset, rows, problem, confi
 class MILGibbs(KernelMCMC):
     """Blocked Gibbs for the sparse kernel probit MIL models under ``numpyro.infer.MCMC`` (``driver.KernelMCMC``).
 
-    >>> kernel = MILGibbs(problem, MILConfig(capacity=40))
-    >>> mcmc = MCMC(kernel, num_warmup=1000, num_samples=1000, num_chains=4, chain_method="vectorized")
+    >>> import jax, zoo
+    >>> from numpyro.infer import MCMC
+    >>> from zoo.inference.mil.gibbs import MILGibbs
+    >>> from zoo.papers.kueck04 import mil_config, mil_problem, prepare     # a problem from a model and its data
+    >>> spec = zoo.model("kueck04.constraint")
+    >>> prep = prepare(spec, zoo.load_dataset("kueck04_two_gaussians", n=60))
+    >>> kernel = MILGibbs(mil_problem(spec, prep), mil_config(spec, prep))
+    >>> mcmc = MCMC(kernel, num_warmup=50, num_samples=50, num_chains=2, chain_method="vectorized",
+    ...             progress_bar=False)                                    # a real run: thousands of sweeps
     >>> mcmc.run(jax.random.PRNGKey(0), extra_fields=MILGibbs.stat_fields)   # keys "info.<statistic>"
+    >>> sorted(mcmc.get_samples())
+    ['beta', 'delta2', 'gamma', 'n_active']
+
     The problem is fixed at construction; ``mcmc.run(key, problem=other)`` with ``MCMC(..., jit_model_args=True)``
     passes it as a traced argument instead (no large constants in the compiled program, reusable compilation).
     """

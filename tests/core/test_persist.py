@@ -11,6 +11,7 @@ import xarray as xr
 import zoo
 from zoo.data import Matrix
 from zoo.core.finite import NonFiniteResultError
+from zoo.core.persist import FORMAT_VERSION
 from zoo.core.provenance import PROVENANCE_KEYS
 
 
@@ -176,7 +177,7 @@ def test_a_file_of_a_newer_format_or_an_unknown_module_is_refused(tmp_path):
     idata.zoo_spec["zoo_format"] = idata.zoo_spec["zoo_format"] + 1
     newer = tmp_path / "newer.nc"
     idata.to_netcdf(str(newer))
-    with pytest.raises(ValueError, match="format 3, newer than this zoo reads"):
+    with pytest.raises(ValueError, match=f"format {FORMAT_VERSION + 1}, newer than this zoo reads"):
         zoo.load_fit(newer)
     moved = _rewrite_structure(path, "zoo_spec", lambda s: s.replace("zoo.papers.carbonetto03:",
                                                                       "zoo.papers.nowhere:"))

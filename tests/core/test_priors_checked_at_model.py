@@ -73,5 +73,6 @@ def test_a_prior_set_by_an_option_and_by_priors_is_refused():
 def test_print_spec_shows_each_prior_with_its_parameters():
     spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, priors={"tau2": "InverseGamma(5.0, 0.1)"})
     text = repr(spec)
-    assert "tau2: InverseGamma(5, 0.1)" in text and "lambda: Dirichlet([1, 1, 1])" in text
-    assert "ConceptMean(1)" in repr(zoo.model("gustafson07.fs"))
+    assert "tau2: InverseGamma(concentration=5.0, rate=0.1)" in text
+    assert "lambda: Dirichlet(concentration=[1.0, 1.0, 1.0])" in text
+    assert "mu: ConceptMean(b=1.0)" in repr(zoo.model("gustafson07.fs"))

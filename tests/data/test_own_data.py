@@ -147,3 +147,15 @@ def test_cli_fits_a_bags_csv_with_column_options(tmp_path, capsys):
     code = main(["fit", "kueck04.constraint", "--data", str(tmp_path / "bags.csv"), "--column", "image=molecule",
                  "--out", str(tmp_path / "other.nc")])
     assert code == 2 and "'image' is not a column role of Bags" in capsys.readouterr().err
+
+
+def test_cli_bad_prior_is_a_user_error_not_an_internal_one(tmp_path, capsys):
+    # the issue: gustafson07.fs with mu ~ Normal -> "internal error AttributeError ... please report it", exit 1
+    code = main(["fit", "gustafson07.fs", "--data", "gustafson07_sec6", "--prior", "mu=Normal(0.0, 1.0)",
+                 "--out", str(tmp_path / "f.nc")])
+    err = capsys.readouterr().err
+    assert code == 2 and "priors['mu']" in err and "ConceptMean" in err and "internal error" not in err
+    code = main(["fit", "kueck04.constraint", "--data", "kueck04_ring", "--prior", "tau=Normal(0.0, 1.0)",
+                 "--out", str(tmp_path / "f.nc")])
+    err = capsys.readouterr().err
+    assert code == 2 and "generic" not in err and "Beta" in err

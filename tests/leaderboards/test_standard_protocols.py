@@ -91,3 +91,82 @@ def test_leaderboard_document_sorts_merges_and_sets_the_bound_apart(tmp_path):
     assert "published, features as stated" in text and "Guillaumin" in text
     assert not any(w in text for w in ("issue", "commit", "borrowed", "MISSED", "host"))
     assert "To label the regions of captioned images" in text
+
+
+def test_pixel_accuracy_from_counts_equals_the_maps():
+    from zoo.metrics import pixel_accuracy_from_counts
+    rng = np.random.default_rng(1)
+    counts = rng.integers(0, 20, size=(12, 4))
+    predicted = rng.integers(-1, 4, size=12)
+    # paint each region's pixels: truth by its counts, prediction its class (-1 -> a class nobody has)
+    truth = np.concatenate([np.repeat(np.arange(4), c) for c in counts])
+    pred = np.concatenate([np.full(c.sum(), p if p >= 0 else 99) for c, p in zip(counts, predicted)])
+    expected = pixel_accuracy(pred, truth)
+    got = pixel_accuracy_from_counts(predicted, counts)
+    assert got["global"] == pytest.approx(expected["global"])
+    assert got["class_avg"] == pytest.approx(expected["class_avg"]) and got["pixels"] == expected["pixels"]
+    with pytest.raises(ValueError, match="predicted"):
+        pixel_accuracy_from_counts(predicted[:3], counts)
+
+
+def test_leaderboard_split_scores_pixels_and_counts_unseen_classes_as_wrong():
+    from zoo.data import AnnotatedRegions
+    from zoo.leaderboards.board import Scores, evaluate, make_split
+    rng = np.random.default_rng(0)
+    n_images, per = 12, 3
+    image_ids = np.repeat(np.arange(n_images), per)
+    labels = rng.integers(0, 3, size=image_ids.size)
+    labels[image_ids == 0] = 3                               # class 3 only in image 0
+    keywords = [tuple(sorted({f"w{l}" for l in labels[image_ids == i]})) for i in range(n_images)]
+    vocab = ["w0", "w1", "w2", "w3"]
+    data = AnnotatedRegions(rng.normal(size=(image_ids.size, 2)), image_ids,
+                            [tuple(v for v in vocab if v in k) for k in keywords], vocab, region_labels=labels)
+    counts = np.zeros((image_ids.size, 4), int)
+    counts[np.arange(image_ids.size), labels] = 10
+    for seed in range(6):
+        split = make_split(data, seed, pixel_counts=counts)
+        n_words = len(split.train.vocabulary)
+        truth = split.labels
+        perfect = np.full((truth.size, n_words), 0.0)
+        perfect[np.flatnonzero(truth >= 0), truth[truth >= 0]] = 1.0
+        out = evaluate(Scores(perfect, True), split)
+        unseen = split.pixel_counts[:, -1].sum()
+        total = split.pixel_counts.sum()
+        assert out["pixel_acc"] == pytest.approx(1 - unseen / total)
+
+
+def _bags(seed=0, n_bags=40, per=5):
+    """Bags of 2-d instances; a bag is positive when one of its instances comes from the blob at (3, 3)."""
+    from zoo.data import Bags
+    rng = np.random.default_rng(seed)
+    X, ids, labels = [], [], []
+    for b in range(n_bags):
+        positive = b % 2
+        inst = rng.normal(size=(per, 2))
+        if positive:
+            inst[0] = rng.normal(loc=3.0, scale=0.3, size=2)
+        X.append(inst)
+        ids += [b] * per
+        labels.append(positive)
+    return Bags(np.vstack(X), np.array(ids), np.array(labels))
+
+
+def test_mil_protocol_folds_grid_and_svm_baselines():
+    from zoo.data.mil import subset_bags
+    from zoo.experiments.mil_protocol import MI_svm_bag_scores, mi_svm_bag_scores, protocol_folds, width_grid
+    data = _bags()
+    folds = protocol_folds(data.bag_labels, runs=3, n_folds=5)
+    assert len(folds) == 3 and not np.array_equal(folds[0], folds[1])
+    for f in folds:                                   # stratified: each fold holds both labels equally
+        for k in range(5):
+            assert np.bincount(data.bag_labels[f == k], minlength=2).tolist() == [4, 4]
+    grid = width_grid(data.X)
+    X = (data.X - data.X.mean(0)) / data.X.std(0)
+    D = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    np.fill_diagonal(D, np.inf)
+    assert grid[0] == pytest.approx(0.5 * np.median(D.min(1)))         # not cut at the narrow end
+    assert np.all(np.diff(grid) > 0) and grid[-1] > np.median(D[np.isfinite(D)])
+    train, test = subset_bags(data, np.flatnonzero(folds[0] != 0)), subset_bags(data, np.flatnonzero(folds[0] == 0))
+    for fn in (mi_svm_bag_scores, MI_svm_bag_scores):
+        scores = fn(train, test)
+        assert scores.shape == (test.n_bags,) and np.mean((scores > 0) == test.bag_labels) >= 0.85

@@ -294,7 +294,8 @@ def test_posterior_holds_draws_of_q_and_relabelled_vqs(simulated_fit):
     post = fit.idata.posterior
     assert fit.inference == "variational"
     r, a = post["r"].values, post["a"].values                                  # (4, S, D), (4, S, D, K)
-    assert r.min() >= 0 and r.max() < 3 and post["s"].shape == (4, 100, 250, 3)
+    assert r.min() >= 0 and r.max() < 3 and fit.idata.unit_posterior["s"].shape == (4, 100, 250, 3)
+    assert "s" not in post and post["mu"].dims == ("chain", "draw", "dim", "vq", "state")
     assert np.all(a == a[:, :1]) and "point estimate" in post["a"].attrs["q"]
     g = fit.idata.variational_parameters["g"].values                          # (4, D, K): q(r) of each restart
     assert np.all(np.take_along_axis(g[:, None], r[..., None], -1) > 0)       # every draw possible under q
@@ -308,7 +309,8 @@ def test_posterior_holds_draws_of_q_and_relabelled_vqs(simulated_fit):
     assert np.array_equal(flat(mu_rel), flat(mu))
     # and the relabelled s picks, in each relabelled VQ, the mean that the raw s picked in the raw VQ: compare the
     # multiset over VQs of the picked means of case 0, dimension 0
-    s_raw, s_rel = post["s"].values[:, :, 0], post["s_relabelled"].values[:, :, 0]          # (4, S, VQ)
+    units = fit.idata.unit_posterior                                      # per-case draws: beside the posterior
+    s_raw, s_rel = units["s"].values[:, :, 0], units["s_relabelled"].values[:, :, 0]        # (4, S, VQ)
     picked_raw = np.take_along_axis(mu[:, :, 0], s_raw[..., None], -1)[..., 0]            # (4, S, VQ)
     picked_rel = np.take_along_axis(mu_rel[:, :, 0], s_rel[..., None], -1)[..., 0]
     assert np.array_equal(np.sort(picked_raw, -1), np.sort(picked_rel, -1))

@@ -8,8 +8,11 @@ for a user's program) and hands the ``Fit`` here. ``finish`` then, in order:
    point estimate's log likelihood aside so that ``az.loo`` refuses it;
 3. relabels the draws of exchangeable components (``add_relabelled``: ``<site>_relabelled`` beside the raw
    draws; a user's program declares no exchangeable sites, so nothing is relabelled there);
-4. stores the provenance (``zoo.core.provenance``) in the attributes of every InferenceData group;
-5. judges convergence (``zoo.core.convergence``: MCMC draws, variational draws and point estimates alike) and,
+4. gives the InferenceData the zoo's one layout (``zoo.core.idata.conform_layout`` with the model's
+   ``layout``): per-unit sites in ``unit_posterior``, each site's dims named once whatever the method, the
+   data's labels as coordinates;
+5. stores the provenance (``zoo.core.provenance``) in the attributes of every InferenceData group;
+6. judges convergence (``zoo.core.convergence``: MCMC draws, variational draws and point estimates alike) and,
    when a headline site fails its checks, issues one ConvergenceWarning at the user's call.
 """
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Mapping
 
 from zoo.core import convergence
 from zoo.core.finite import check_finite
-from zoo.core.idata import set_aside_point_log_likelihood
+from zoo.core.idata import conform_layout, set_aside_point_log_likelihood
 from zoo.core.provenance import provenance_attrs
 from zoo.core.relabel import apply_permutations, permute_labels, relabel_draws, relabel_within_groups
 
@@ -28,13 +31,17 @@ __all__ = ["finish", "mark_inference", "add_relabelled"]
 
 
 def finish(fit, spec, data, options: Mapping[str, Any], *, kind: str | None, exchangeable: Mapping[str, Any],
-           seed: int, start: float, compile_seconds: float, stacklevel: int = 3):
+           seed: int, start: float, compile_seconds: float, stacklevel: int = 3,
+           layout: Mapping[str, Any] | None = None):
     """The fit checked, marked, relabelled, with its provenance and convergence verdict (see the module
     docstring). ``start``: ``time.perf_counter()`` when ``zoo.fit`` began (the wall time ends after step 3);
-    ``stacklevel``: where the ConvergenceWarning points (3: the caller of the function that calls ``finish``)."""
+    ``stacklevel``: where the ConvergenceWarning points (3: the caller of the function that calls ``finish``);
+    ``layout``: keyword arguments of ``conform_layout`` (``zoo.core.registry.layout_of``; None for a user's
+    program)."""
     check_finite(fit, spec, data, options)
     mark_inference(fit, kind)
     add_relabelled(fit, exchangeable)
+    conform_layout(fit.idata, **dict(layout or {}))
     attrs = provenance_attrs(model_id=spec.id, model_options=spec.options, method=fit.method, options=options,
                              priors=spec.priors, seed=seed, data=data, wall_seconds=time.perf_counter() - start,
                              compile_seconds=compile_seconds)

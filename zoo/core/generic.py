@@ -2,11 +2,18 @@
 
 These are the cross-checks of every custom kernel and the way a notebook user samples a program of their own:
 ``zoo.fit(my_program, {"X": X}, method="nuts")``. ``program_kwargs`` are the program's keyword arguments.
-The InferenceData's dims are named after the program's plates (``site_dims``); an optimizer's ``objective``
-trace has the dim ``iteration``.
+The InferenceData's dims are named after the program's plates (``site_dims``, deterministic sites too, as
+``az.from_numpyro`` names them); an optimizer's ``objective`` trace has the dim ``iteration``.
+
+Every generic fit carries a ``posterior_predictive`` group: the program's observed sites simulated at every draw
+(``posterior_predictive``), so that ``az.plot_ppc`` works; NUTS's ``sample_stats`` holds ArviZ's names (``lp``,
+``energy``, ``diverging``, ``step_size``, ``acceptance_rate``, ``n_steps``, ``tree_depth``), so that
+``az.plot_energy`` and ``az.bfmi`` work. A fit of a user's program predicts (``predict_program``): its observed sites
+simulated for new keyword arguments.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Mapping
 
 import jax
@@ -21,7 +28,8 @@ from numpyro.infer.util import log_likelihood as _numpyro_log_likelihood
 from zoo.core.fit import Fit
 from zoo.core.idata import to_inference_data
 
-__all__ = ["GENERIC_METHODS", "run_nuts", "run_svi", "run_map", "site_dims"]
+__all__ = ["GENERIC_METHODS", "run_nuts", "run_svi", "run_map", "site_dims", "posterior_predictive",
+           "prior_predictive", "predict_program", "ProgramPrediction"]
 
 
 def _trace(program: Callable, program_kwargs: Mapping[str, Any], seed: int):
@@ -41,9 +49,9 @@ def _plate_dims(site: Mapping[str, Any]) -> list[str]:
     """The dim names of one traced sample site's value (its shape, without chain and draw): each batch dim that a
     plate made is named after the plate, every other dim (event dims, batch dims of no plate) ``<site>_dim_k``."""
     value_ndim = int(jnp.ndim(site["value"]))
-    event_dim = int(getattr(site["fn"], "event_dim", 0))
+    event_dim = int(getattr(site.get("fn"), "event_dim", 0))   # a deterministic site has no distribution
     names = [f"{site['name']}_dim_{k}" for k in range(value_ndim)]
-    for frame in site["cond_indep_stack"]:
+    for frame in site.get("cond_indep_stack", ()):
         position = value_ndim - event_dim + frame.dim   # frame.dim counts from the right of the batch shape
         if frame.dim is not None and 0 <= position < value_ndim - event_dim:
             names[position] = frame.name
@@ -57,9 +65,106 @@ def site_dims(program: Callable, program_kwargs: Mapping[str, Any], seed: int = 
     takes the leading names (ArviZ drops the rest) and its observed data all of them; ``objective`` (an optimizer's
     trace, shape (chain, 1, iteration)) is named ``iteration``."""
     tr = _trace(program, program_kwargs, seed)
-    dims = {name: _plate_dims(site) for name, site in tr.items() if site["type"] == "sample"}
+    dims = {name: _plate_dims(site) for name, site in tr.items() if site["type"] in ("sample", "deterministic")}
     dims["objective"] = ["iteration"]
     return dims
+
+
+class _Unobserved(numpyro.primitives.Messenger):
+    """The program with its observed sites sampled instead (their ``obs`` ignored): what ``Predictive`` needs to
+    simulate observations from a program that is called with its data. A simulation takes the observation's shape
+    (a site outside any plate whose shape came from its ``obs`` alone is drawn that many times)."""
+
+    def process_message(self, msg):
+        if msg["type"] == "sample" and msg.get("is_observed"):
+            obs_shape, fn_shape = tuple(jnp.shape(msg["value"])), tuple(msg["fn"].shape())
+            extra = len(obs_shape) - len(fn_shape)
+            if extra > 0 and obs_shape[extra:] == fn_shape:
+                msg["kwargs"]["sample_shape"] = obs_shape[:extra]
+            elif fn_shape != obs_shape and len(obs_shape) == len(fn_shape):
+                msg["fn"] = msg["fn"].expand(obs_shape[:len(obs_shape) - msg["fn"].event_dim])
+            msg["value"], msg["is_observed"] = None, False
+
+
+def _observed_names(program, program_kwargs) -> list[str]:
+    tr = _trace(program, program_kwargs, 0)
+    return [name for name, site in tr.items() if site["type"] == "sample" and site["is_observed"]]
+
+
+def posterior_predictive(program: Callable, program_kwargs: Mapping[str, Any], samples_by_chain: Mapping,
+                         seed: int = 0, names: list[str] | None = None) -> dict[str, np.ndarray]:
+    """The program's observed sites (or ``names``) simulated once at every draw: site -> (chain, draw, ...)
+    (``numpyro.infer.Predictive`` with the latent sites substituted by the draws)."""
+    names = list(names or _observed_names(program, program_kwargs))
+    if not names:
+        return {}
+    n_chain, n_draw = np.shape(next(iter(samples_by_chain.values())))[:2]
+    flat = {k: jnp.reshape(jnp.asarray(v), (n_chain * n_draw,) + tuple(np.shape(v)[2:]))
+            for k, v in samples_by_chain.items()}
+    predictive = numpyro.infer.Predictive(_Unobserved(program), posterior_samples=flat, return_sites=names)
+    out = predictive(jax.random.fold_in(jax.random.PRNGKey(seed), 17), **program_kwargs)
+    return {k: np.asarray(v).reshape((n_chain, n_draw) + np.shape(v)[1:]) for k, v in out.items()}
+
+
+def prior_predictive(program: Callable, program_kwargs: Mapping[str, Any], num_samples: int = 500,
+                     seed: int = 0) -> tuple[dict, dict]:
+    """(prior, prior_predictive): ``num_samples`` draws of the program's latent sites from their priors and of its
+    observed sites given them, each site -> (1, num_samples, ...) (one chain), for ``az.from_dict(prior=...,
+    prior_predictive=...)`` or a fit's ``prior`` groups (``add_prior_predictive``)."""
+    observed = _observed_names(program, program_kwargs)
+    predictive = numpyro.infer.Predictive(_Unobserved(program), num_samples=num_samples)
+    out = predictive(jax.random.fold_in(jax.random.PRNGKey(seed), 19), **program_kwargs)
+    draws = {k: np.asarray(v)[None] for k, v in out.items()}
+    latent = set(_latent_names(program, program_kwargs))
+    return ({k: v for k, v in draws.items() if k in latent}, {k: v for k, v in draws.items() if k in observed})
+
+
+def add_prior_predictive(fit, program_kwargs: Mapping[str, Any] | None = None, num_samples: int = 500,
+                         seed: int = 0):
+    """Add ``prior`` and ``prior_predictive`` groups to a fit of a NumPyro program (in place; returns the fit), with
+    the dims of its posterior: ``az.plot_ppc(fit.idata, group="prior")`` then shows the prior's simulated data."""
+    import xarray as xr
+
+    program = fit.spec.program
+    kwargs = dict(program_kwargs if program_kwargs is not None else fit.data)
+    prior, predictive = prior_predictive(program, kwargs, num_samples, seed)
+    dims = site_dims(program, kwargs, seed)
+    groups = {}
+    for group, arrays in (("prior", prior), ("prior_predictive", predictive)):
+        groups[group] = xr.Dataset({k: (("chain", "draw", *dims.get(k, [f"{k}_dim_{i}" for i in range(v.ndim - 2)])
+                                         [:v.ndim - 2]), v) for k, v in arrays.items()})
+    fit.idata.add_groups(groups)
+    return fit
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramPrediction:
+    """What a fit of a user's program predicts: ``samples`` maps each observed site to its simulations
+    (chain * draw, ...) at the fit's draws, for the new keyword arguments."""
+    samples: dict
+
+    def mean(self, site: str) -> np.ndarray:
+        """The posterior predictive mean of ``site`` (its simulations averaged over draws)."""
+        return np.asarray(self.samples[site]).mean(axis=0)
+
+
+def predict_program(fit, data: Mapping[str, Any], max_draws: int | None = None, seed: int = 0) -> ProgramPrediction:
+    """Posterior predictive simulations of a user program's observed sites for new keyword arguments ``data``
+    (the ones of ``zoo.fit``'s ``data`` that change, e.g. new covariates with the observation set to None); at most
+    ``max_draws`` draws (evenly spaced)."""
+    if not isinstance(data, Mapping):
+        raise ValueError("data: for a user program, pass a dict of the program's keyword arguments")
+    post = fit.idata.posterior
+    names = _latent_names(fit.spec.program, dict(fit.data)) if fit.data is not None else list(post.data_vars)
+    samples = {k: np.asarray(post[k].values) for k in names if k in post}
+    if max_draws is not None:
+        n_draw = post.sizes["draw"]
+        keep = np.unique(np.linspace(0, n_draw - 1, max(1, int(max_draws) // max(1, post.sizes["chain"]))).astype(int))
+        samples = {k: v[:, keep] for k, v in samples.items()}
+    kwargs = dict(fit.data or {}, **data)
+    observed = _observed_names(fit.spec.program, dict(fit.data)) if fit.data is not None else None
+    sims = posterior_predictive(fit.spec.program, kwargs, samples, seed, names=observed)
+    return ProgramPrediction({k: v.reshape((-1,) + v.shape[2:]) for k, v in sims.items()})
 
 
 def _latent_names(program: Callable, program_kwargs: Mapping[str, Any]) -> list[str]:
@@ -87,18 +192,25 @@ def run_nuts(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int 
     kernel = NUTS(program, target_accept_prob=target_accept_prob)
     mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                 chain_method=chain_method, progress_bar=progress_bar)
-    mcmc.run(jax.random.PRNGKey(seed), extra_fields=("accept_prob", "diverging", "num_steps"), **program_kwargs)
+    mcmc.run(jax.random.PRNGKey(seed), extra_fields=("accept_prob", "diverging", "num_steps", "potential_energy",
+                                                     "energy", "adapt_state.step_size"), **program_kwargs)
     samples = mcmc.get_samples(group_by_chain=True)
     extra = mcmc.get_extra_fields(group_by_chain=True)
+    n_steps = np.asarray(extra["num_steps"])
+    # ArviZ's names (az.from_numpyro's): lp is the log joint density (minus the potential energy), energy the
+    # Hamiltonian at each draw (az.plot_energy, az.bfmi), tree depth log2 of the leapfrog steps
+    stats = {"lp": -np.asarray(extra["potential_energy"]), "energy": extra["energy"],
+             "diverging": extra["diverging"], "step_size": extra["adapt_state.step_size"],
+             "acceptance_rate": extra["accept_prob"], "n_steps": n_steps,
+             "tree_depth": np.floor(np.log2(np.maximum(n_steps, 1))).astype(np.int64) + 1}
     idata = to_inference_data(
-        samples,
-        sample_stats={"acceptance_rate": extra["accept_prob"], "diverging": extra["diverging"],
-                      "n_steps": extra["num_steps"]},
+        samples, sample_stats=stats,
         log_likelihood=_loglik_by_chain(program, program_kwargs, samples),
+        posterior_predictive=posterior_predictive(program, program_kwargs, samples, seed),
         observed_data=_observed(program, program_kwargs, seed), dims=site_dims(program, program_kwargs, seed),
         attrs={"method": "nuts"})
     return Fit(idata=idata, spec=spec, method="nuts", state=mcmc.last_state, headline=headline,
-               predictor=predictor, data=data)
+               predictor=predictor if spec is None or spec.id is not None else predict_program, data=data)
 
 
 def _optimize(program, program_kwargs, guide_factory, *, seed, num_chains, num_steps, learning_rate,
@@ -121,13 +233,15 @@ def _optimizer_fit(program, program_kwargs, posterior, losses, method, state, *,
                    data) -> Fit:
     """The Fit of an optimizer (MAP, SVI): ``posterior`` site -> (chain, draw, ...), the objective -loss per chain
     (chain, step) in sample_stats, the pointwise log likelihood at every draw."""
+    draws = {k: jnp.asarray(v) for k, v in posterior.items()}
     idata = to_inference_data(
         posterior, sample_stats={"objective": -losses[:, None, :]},
-        log_likelihood=_loglik_by_chain(program, program_kwargs, {k: jnp.asarray(v) for k, v in posterior.items()}),
+        log_likelihood=_loglik_by_chain(program, program_kwargs, draws),
+        posterior_predictive=posterior_predictive(program, program_kwargs, draws, seed),
         observed_data=_observed(program, program_kwargs, seed), dims=site_dims(program, program_kwargs, seed),
         attrs={"method": method})
-    return Fit(idata=idata, spec=spec, method=method, state=state, headline=headline, predictor=predictor,
-               data=data)
+    return Fit(idata=idata, spec=spec, method=method, state=state, headline=headline,
+               predictor=predictor if spec is None or spec.id is not None else predict_program, data=data)
 
 
 def run_map(program: Callable, program_kwargs: Mapping[str, Any], *, seed: int = 0, num_chains: int = 1,

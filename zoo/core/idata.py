@@ -1,8 +1,17 @@
 """One adapter from every method's output to ``arviz.InferenceData``: the groups the zoo writes and the ArviZ
 quirks it hides.
 
-Conventions: every array in ``posterior``, ``sample_stats`` and ``log_likelihood`` has leading axes
-(chain, draw). Optimizers (MAP-EM, variational EM) store one "draw" per chain, several chains being several
+Conventions: every array in ``posterior``, ``unit_posterior``, ``sample_stats`` and ``log_likelihood`` has leading
+axes (chain, draw).
+
+Which group holds what (so that ArviZ's functions with their defaults, which read ``posterior``, show the model's
+parameters and run in seconds): ``posterior`` holds the parameters; ``unit_posterior`` (``UNIT_POSTERIOR``) holds
+the draws of sites indexed by the data's own units (a label per region, a state per case, a weight per training
+instance) and the per-unit quantities derived from the draws (label probabilities): thousands of elements that
+``az.summary`` would list one row each and ``az.plot_trace`` one panel each. ArviZ reads it when asked:
+``az.summary(idata, group="unit_posterior")``, ``az.plot_forest(idata.unit_posterior)``. Each model declares its
+unit sites and the dims of every site (``zoo.core.registry.register_model``); ``conform_layout`` moves and names
+them, the same for every method, and ``zoo.load_fit`` applies it to files written before (format 2 and earlier). Optimizers (MAP-EM, variational EM) store one "draw" per chain, several chains being several
 restarts, so ``az.summary`` shows the spread between restarts; their objective trace goes to ``sample_stats``
 as ``objective`` with shape (chain, 1, iteration).
 """
@@ -21,7 +30,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="\\s*ArviZ is undergoing a major refactor", category=FutureWarning)
     import arviz as az
 
-__all__ = ["az", "to_inference_data", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood",
+__all__ = ["az", "to_inference_data", "UNIT_POSTERIOR", "conform_layout", "draws_of", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood",
            "VARIATIONAL_PARAMETERS", "add_variational_parameters", "final_objectives", "without_shape_log"]
 
 #: Where a point-estimate fit keeps its pointwise log likelihood (at each restart's estimate): not in
@@ -31,6 +40,9 @@ POINT_LOG_LIKELIHOOD = "log_likelihood_at_estimate"
 #: Where a variational fit keeps the parameters of its fitted q per restart (chain, ...): q's draws are in
 #: ``posterior``; these are what the draws were drawn from.
 VARIATIONAL_PARAMETERS = "variational_parameters"
+
+#: The group of per-unit draws (see the module docstring).
+UNIT_POSTERIOR = "unit_posterior"
 
 _ARVIZ_1 = int(az.__version__.split(".")[0]) >= 1
 
@@ -49,6 +61,7 @@ def _as_numpy(group: Mapping[str, Any] | None, name: str) -> dict[str, np.ndarra
 
 def to_inference_data(posterior: Mapping[str, Any], *, sample_stats: Mapping[str, Any] | None = None,
                       log_likelihood: Mapping[str, Any] | None = None,
+                      posterior_predictive: Mapping[str, Any] | None = None,
                       observed_data: Mapping[str, Any] | None = None,
                       dims: Mapping[str, Sequence[str]] | None = None,
                       coords: Mapping[str, Sequence] | None = None,
@@ -58,10 +71,11 @@ def to_inference_data(posterior: Mapping[str, Any], *, sample_stats: Mapping[str
         "posterior": _as_numpy(posterior, "posterior"),
         "sample_stats": _as_numpy(sample_stats, "sample_stats"),
         "log_likelihood": _as_numpy(log_likelihood, "log_likelihood"),
+        "posterior_predictive": _as_numpy(posterior_predictive, "posterior_predictive"),
         "observed_data": _as_numpy(observed_data, "observed_data"),
     }
     groups = {k: v for k, v in groups.items() if v}
-    kwargs = dict(coords=dict(coords or {}), dims=dict(dims or {}))
+    kwargs = dict(coords=dict(coords or {}), dims={k: list(v) for k, v in (dims or {}).items()})
     with warnings.catch_warnings(), without_shape_log():
         # one draw per chain (EM restarts) is intended; ArviZ warns "more chains than draws"
         warnings.filterwarnings("ignore", message="More chains")
@@ -128,3 +142,99 @@ def final_objectives(stats, n_chain: int) -> np.ndarray:
         if finite.size:
             out[c] = trace[c, finite[-1]]
     return out
+
+
+#: groups whose arrays lead with (chain, draw)
+_DRAW_GROUPS = ("posterior", UNIT_POSTERIOR, "posterior_predictive", "prior", "prior_predictive", "log_likelihood",
+                POINT_LOG_LIKELIHOOD)
+
+
+def draws_of(idata: az.InferenceData, name: str):
+    """The draws (an xarray DataArray with leading (chain, draw)) of site ``name``, from ``posterior`` or
+    ``unit_posterior``, wherever the fit keeps it; KeyError naming both groups when neither has it."""
+    for group in ("posterior", UNIT_POSTERIOR):
+        if group in idata.groups() and name in idata[group]:
+            return idata[group][name]
+    raise KeyError(f"{name!r} is in neither posterior nor {UNIT_POSTERIOR}")
+
+
+def _base_site(name: str) -> str:
+    return name[:-len("_relabelled")] if name.endswith("_relabelled") else name
+
+
+def _canonical_dims(var, name: str, site_dims: Mapping[str, Sequence[str]], group: str) -> tuple:
+    """The dims ``var`` takes: chain, draw and the site's declared dims when their number matches (a log
+    likelihood takes the leading dims of its observed site, whose event dims it sums), else its own."""
+    lead = tuple(d for d in var.dims[:2] if d in ("chain", "draw")) if group != "observed_data" else ()
+    own = var.dims[len(lead):]
+    declared = site_dims.get(_base_site(name))
+    if declared is None:
+        return var.dims
+    alternatives = [tuple(d) for d in declared] if declared and isinstance(declared[0], (tuple, list)) \
+        else [tuple(declared)]
+    # a site with several shapes (full or diagonal covariances) declares one dims tuple per shape
+    declared = next((d for d in alternatives if len(d) == len(own)), alternatives[0])
+    if group in ("log_likelihood", POINT_LOG_LIKELIHOOD) and len(declared) >= len(own):
+        declared = declared[:len(own)]
+    return lead + declared if len(declared) == len(own) else var.dims
+
+
+def _relaid(dataset, names, site_dims, coords, group):
+    """A new Dataset of ``dataset``'s variables ``names`` with canonical dims and the data's labels as coords."""
+    import xarray as xr
+
+    out = {}
+    for name in names:
+        var = dataset[name]
+        dims = _canonical_dims(var, name, site_dims, group)
+        new_coords = {}
+        for old, new in zip(var.dims, dims):
+            size = var.sizes[old]
+            labels = coords.get(new)
+            if labels is not None and len(labels) == size:
+                new_coords[new] = np.asarray(labels)
+            elif old in var.coords and not (old == new or np.array_equal(var[old].values, np.arange(size))):
+                new_coords[new] = var[old].values          # labels the runner set, kept under the new name
+            elif old in var.coords and old == new:
+                new_coords[new] = var[old].values
+        out[name] = xr.DataArray(var.values, dims=dims, coords=new_coords, attrs=var.attrs)
+    try:
+        return xr.Dataset(out, attrs=dataset.attrs)
+    except ValueError:  # two sites whose same-named dims disagree in size or labels: keep the labels off
+        return xr.Dataset({k: xr.DataArray(v.values, dims=v.dims, attrs=v.attrs) for k, v in out.items()},
+                          attrs=dataset.attrs)
+
+
+def conform_layout(idata: az.InferenceData, *, unit_sites: Sequence[str] = (),
+                   site_dims: Mapping[str, Sequence[str]] | None = None,
+                   coords: Mapping[str, Sequence] | None = None) -> az.InferenceData:
+    """The zoo's one layout, in place (returns ``idata``): the draws of ``unit_sites`` (and their
+    ``_relabelled`` copies) moved from ``posterior`` to ``UNIT_POSTERIOR``; every variable of every group named
+    by ``site_dims`` (site -> dims after chain and draw; an observed site's dims name its observed data, and its
+    log likelihood takes the leading ones) and labelled by ``coords`` (dim -> the data's labels, attached where
+    the length matches). The same for every method, so the same site has the same dims whatever made it."""
+    site_dims, coords, units = dict(site_dims or {}), dict(coords or {}), set(unit_sites)
+    site_dims.setdefault("objective", ["iteration"])   # an optimizer's trace (chain, 1, iteration)
+    groups = list(idata.groups())
+    if "posterior" in groups:
+        post = idata.posterior
+        moving = [k for k in post.data_vars if _base_site(k) in units]
+        if moving:
+            staying = [k for k in post.data_vars if k not in moving]
+            existing = idata[UNIT_POSTERIOR] if UNIT_POSTERIOR in groups else None
+            moved = post[moving]
+            if existing is not None:
+                moved = existing.merge(moved, compat="override", join="outer")
+            idata.posterior = post[staying]
+            if existing is not None:
+                setattr(idata, UNIT_POSTERIOR, moved)
+            else:
+                with warnings.catch_warnings():  # ArviZ notes that the group is not one of its standard ones
+                    warnings.simplefilter("ignore", UserWarning)
+                    idata.add_groups({UNIT_POSTERIOR: moved})
+    for group in idata.groups():
+        if group not in _DRAW_GROUPS + ("sample_stats", "observed_data"):
+            continue
+        dataset = idata[group]
+        setattr(idata, group, _relaid(dataset, list(dataset.data_vars), site_dims, coords, group))
+    return idata

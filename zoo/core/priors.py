@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
 
+from zoo.core.provenance import prior_string
 from zoo.models.feature_selection import BackgroundCovariance, BackgroundMean, ConceptCovariance, ConceptMean
 from zoo.models.prior_adapters import concrete, dirichlet_concentration, family_error
 from zoo.models.shrinkage_mixture import ImproperInverseGamma
@@ -346,44 +347,16 @@ def any_family(support, *types: type, why: str = "") -> PriorRule:
     return PriorRule(families=tuple(types), support=support, why=why)
 
 
-def _number(value) -> str:
-    arr = np.asarray(value)
-    if arr.ndim == 0:
-        return format(float(arr), "g")
-    if arr.size <= 4:
-        return "[" + ", ".join(format(float(v), "g") for v in arr.ravel()) + "]"
-    return f"array{arr.shape}"
-
-
-def prior_string(prior: Any) -> str:
-    """A prior as it would be written: ``InverseGamma(1, 0.5)``, ``Dirichlet([1, 1, 1])``; for composite
-    distributions (mixtures, expanded ones) the family with its parts."""
-    if not isinstance(prior, dist.Distribution):
-        return repr(prior)
-    name = type(prior).__name__
-    if isinstance(prior, dist.MixtureSameFamily):
-        return (f"MixtureSameFamily({prior_string(prior.mixing_distribution)}, "
-                f"{prior_string(prior.component_distribution)})")
-    if isinstance(prior, (dist.ExpandedDistribution, dist.Independent)):
-        return f"{name}({prior_string(prior.base_dist)}, shape {tuple(prior.batch_shape) + tuple(prior.event_shape)})"
-    params = []
-    for key in getattr(prior, "arg_constraints", {}):
-        value = getattr(prior, key, None)
-        if value is None:
-            continue
-        try:
-            params.append(_number(value))
-        except (TypeError, ValueError):
-            params.append(f"{key}=...")
-    return f"{name}({', '.join(params)})"
-
-
 def same_prior(a: Any, b: Any) -> bool:
     """Whether two priors are the same family with the same parameters (what an option changed, if not)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, (dist.MixtureSameFamily, dist.ExpandedDistribution, dist.Independent)):
-        return prior_string(a) == prior_string(b)
+    if isinstance(a, dist.MixtureSameFamily):
+        return same_prior(a.mixing_distribution, b.mixing_distribution) and \
+            same_prior(a.component_distribution, b.component_distribution)
+    if isinstance(a, (dist.ExpandedDistribution, dist.Independent)):
+        return same_prior(a.base_dist, b.base_dist) and tuple(a.batch_shape) == tuple(b.batch_shape) and \
+            tuple(a.event_shape) == tuple(b.event_shape)
     for key in getattr(a, "arg_constraints", {}):
         x, y = getattr(a, key, None), getattr(b, key, None)
         if (x is None) != (y is None):

@@ -20,7 +20,7 @@ from zoo.core.priors import PriorRule, any_family, families, prior_string, resol
 from zoo.core.spec import ModelSpec
 
 __all__ = ["ModelSpec", "ModelEntry", "Method", "register_model", "register_method", "get_model", "get_methods",
-           "model", "models_registered", "dispatch", "option_names"]
+           "model", "models_registered", "dispatch", "option_names", "layout_of"]
 
 #: Runner parameters that are not user options: the spec, the data, the seed, and what the registry hands the
 #: generic methods itself.
@@ -78,6 +78,12 @@ class ModelEntry:
     generic_predictor: Callable | None = None
     headline: tuple = ()
     exchangeable: dict = dataclasses.field(default_factory=dict)
+    #: the sites indexed by the data's units, kept in ``unit_posterior`` (``zoo.core.idata.conform_layout``)
+    unit_sites: tuple = ()
+    #: site -> its dims after (chain, draw), the same under every method (observed sites: their data's dims)
+    site_dims: dict = dataclasses.field(default_factory=dict)
+    #: ``coords(spec, data) -> {dim: labels}``: the data's own labels (words, feature names, bag ids) for the dims
+    coords: Callable | None = None
     methods: dict = dataclasses.field(default_factory=dict)
     #: site -> PriorRule: the families the model's own methods use (default: the default prior's family)
     prior_families: dict = dataclasses.field(default_factory=dict)
@@ -99,7 +105,9 @@ def register_model(id: str, *, paper: str, title: str, build: Callable, data_kin
                    program_args: Callable | None = None, prior_sites: tuple = (), headline: tuple = (),
                    generic_predictor: Callable | None = None, exchangeable: Mapping[str, Any] | None = None,
                    prior_families: Mapping[str, PriorRule] | None = None,
-                   generic_prior_families: Mapping[str, PriorRule] | None = None) -> ModelEntry:
+                   generic_prior_families: Mapping[str, PriorRule] | None = None,
+                   unit_sites: tuple = (), site_dims: Mapping[str, Any] | None = None,
+                   coords: Callable | None = None) -> ModelEntry:
     """Register a model id. With ``program_args`` the generic methods (nuts, svi, map) are registered too;
     ``generic_predictor(fit, data)`` gives them predictions; ``headline`` names the sites ``Fit.summary`` shows;
     ``exchangeable`` maps the sites whose components can switch labels to their component axis (after chain and
@@ -107,7 +115,10 @@ def register_model(id: str, *, paper: str, title: str, build: Callable, data_kin
     also takes sites carried along and sites whose values are component labels). ``prior_families`` maps prior
     sites to the ``zoo.core.priors.PriorRule`` of the model's own methods (default: the default prior's family
     only), ``generic_prior_families`` those of nuts / svi / map (default: any distribution on the default prior's
-    support): ``zoo.model`` refuses a family no method can use, ``zoo.fit`` one the chosen method cannot."""
+    support): ``zoo.model`` refuses a family no method can use, ``zoo.fit`` one the chosen method cannot.
+    ``unit_sites``, ``site_dims`` and ``coords(spec, data)`` give every method's InferenceData one layout
+    (``zoo.core.idata.conform_layout``): the sites indexed by the data's units in ``unit_posterior``, each site's
+    dims named once, the data's labels as coordinates."""
     if id in _MODELS:
         raise ValueError(f"model id {id!r} is registered twice")
     if "." not in id:
@@ -116,7 +127,8 @@ def register_model(id: str, *, paper: str, title: str, build: Callable, data_kin
                        default_method=default_method, program_args=program_args, prior_sites=tuple(prior_sites),
                        generic_predictor=generic_predictor, headline=tuple(headline),
                        exchangeable=dict(exchangeable or {}), prior_families=dict(prior_families or {}),
-                       generic_prior_families=dict(generic_prior_families or {}))
+                       generic_prior_families=dict(generic_prior_families or {}), unit_sites=tuple(unit_sites),
+                       site_dims={k: tuple(v) for k, v in (site_dims or {}).items()}, coords=coords)
     _MODELS[id] = entry
     if program_args is not None:
         _register_generic(entry)
@@ -186,6 +198,22 @@ def dispatch(spec: ModelSpec, name: str | None, data: Any, seed: int, options: M
     fit = dataclasses.replace(fit, spec=spec, method=name, data=data if fit.data is None else fit.data,
                               headline=fit.headline or list(entry.headline) or None)
     return fit, method
+
+
+def layout_of(spec: ModelSpec | None, data: Any) -> dict:
+    """Keyword arguments of ``zoo.core.idata.conform_layout`` for a model's fit on ``data`` (empty for a user's
+    program, whose dims the generic methods name after its plates). Coordinates that cannot be read from ``data``
+    (e.g. a file's data kept without its labels) are left out."""
+    if spec is None or spec.id is None or spec.id not in _MODELS:
+        return {}
+    entry = _MODELS[spec.id]
+    coords = {}
+    if entry.coords is not None and data is not None:
+        try:
+            coords = dict(entry.coords(spec, data))
+        except (AttributeError, TypeError, KeyError, ValueError):
+            coords = {}
+    return {"unit_sites": entry.unit_sites, "site_dims": entry.site_dims, "coords": coords}
 
 
 def models_registered() -> dict[str, ModelEntry]:

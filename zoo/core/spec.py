@@ -25,6 +25,6 @@ class ModelSpec:
     default_priors: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:  # short, notebook-friendly: each prior with its parameters
-        from zoo.core.priors import prior_string
+        from zoo.core.provenance import prior_string
         pri = ", ".join(f"{k}: {prior_string(v)}" for k, v in self.priors.items())
         return f"ModelSpec({self.id!r}, options={dict(self.options)!r}, priors={{{pri}}})"

@@ -1,9 +1,17 @@
 """``zoo.check_sampler``: score samplers against a reference posterior (``zoo.reference``).
 
+>>> import tempfile, zoo
+>>> from zoo.diagnostics.check_sampler import format_table, plot_error_vs_cost
 >>> ref = zoo.reference("gustafson07.fs", "bench_tiny")
->>> table = zoo.check_sampler(ref, ["collapsed_gibbs", "NumPyro DiscreteHMCGibbs(NUTS)", my_sampler],
-...                           draws=(250, 1000, 4000))
->>> print(format_table(table)); plot_error_vs_cost(table, "check.png")
+>>> samplers = ["collapsed_gibbs"]       # also "NumPyro DiscreteHMCGibbs(NUTS)", your own (see below)
+>>> table = zoo.check_sampler(ref, samplers, draws=(100,), chains=2, warmup=50)   # real: (250, 1000, 4000)
+>>> len(table)                           # one score per (sampler, budget)
+1
+>>> print(format_table(table))           # doctest: +ELLIPSIS
+sampler ... bias2/var
+...
+collapsed_gibbs ...
+>>> figure = plot_error_vs_cost(table, tempfile.mkdtemp() + "/check.png")
 
 A sampler is
 - a name of the reference problem's samplers (``zoo.diagnostics.reference_problems``: the zoo's registered methods and, for

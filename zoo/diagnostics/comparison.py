@@ -1,6 +1,14 @@
 """``zoo.compare``: rank fits of any method (MCMC, variational, EM / MAP) by held-out log predictive density.
 
->>> table = zoo.compare({"em": fit_em, "nuts": fit_nuts, "svi": fit_svi}, data=X_test)
+>>> import zoo
+>>> X = zoo.load_dataset("carbonetto03_sec2")
+>>> X_train, X_test = X[:150], X[150:]
+>>> spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=3, covariance="diag")
+>>> fit_em = zoo.fit(spec, X_train, method="map_em", num_chains=2)
+>>> fit_svi = zoo.fit(spec, X_train, method="svi", num_steps=500, num_samples=50, progress_bar=False)
+>>> table = zoo.compare({"em": fit_em, "svi": fit_svi}, data=X_test)
+>>> sorted(table.index), list(table.columns[:8])
+(['em', 'svi'], ['rank', 'method', 'inference', 'n_draws', 'elpd_heldout', 'se', 'elpd_diff', 'dse'])
 
 For each fit, ``lpd_i = log (1/S) sum_s p(y_i | theta_s)`` over its S posterior draws (a point estimate: the
 restart with the best final objective, S = 1), with ``p(y_i | theta)`` the model's NumPyro program's likelihood
@@ -75,8 +83,10 @@ def _check_draws(name: str, draws: Mapping[str, np.ndarray], shapes: Mapping[str
 
 def _draws(fit: Fit) -> dict[str, np.ndarray]:
     """Posterior draws flattened to (S, ...): every chain and draw, or for a point estimate the restart with the
-    best final objective (S = 1)."""
+    best final objective (S = 1). The per-unit draws (``unit_posterior``) count as the program's sites too."""
     post = fit.idata.posterior
+    if "unit_posterior" in fit.idata.groups():
+        post = post.merge(fit.idata.unit_posterior, compat="override")
     if fit.is_point_estimate:
         final = final_objectives(getattr(fit.idata, "sample_stats", None), post.sizes["chain"])
         best = int(np.nanargmax(final)) if np.any(np.isfinite(final)) else 0

@@ -1,8 +1,11 @@
 """Reference posteriors: named, label-permutation-invariant posterior expectations with Monte Carlo standard errors.
 
+>>> import zoo
 >>> ref = zoo.reference("gustafson07.fs", "bench_tiny")      # loads zoo/references/gustafson07.fs__bench_tiny.json
->>> ref.mean["Pr(M_3 = 1)"], ref.mcse["Pr(M_3 = 1)"]          # exact references have mcse 0
->>> zoo.references()                                          # [(model_id, dataset), ...] stored and buildable
+>>> round(ref.mean["Pr(M_3 = 1)"], 4), ref.mcse["Pr(M_3 = 1)"]   # exact references have mcse 0
+(0.0735, 0.0)
+>>> ("gustafson07.fs", "bench_tiny") in zoo.references()     # [(model_id, dataset), ...] stored and buildable
+True
 
 A reference is made by ``build(model_id, dataset)`` (CLI: ``zoo reference build ID [--dataset NAME]``; long, not in
 CI) in one of two ways, recorded in its ``construction``:

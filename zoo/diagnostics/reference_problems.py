@@ -296,7 +296,7 @@ def _carbonetto_spec(model_id: str):
     from zoo.data.carbonetto03 import SEC2_VARIANCES
     if model_id == "carbonetto03.shrinkage_mixture":
         return zoo.model(model_id, n_components=3, covariance="diag", known_covariance=SEC2_VARIANCES)
-    return zoo.model(model_id, covariance="diag", a=1.0, b=1.0, alpha=11.0)
+    return zoo.model(model_id, covariance="diag", a=1.0, b=1.0, alpha=11.0, standardize=False)   # as recorded
 
 
 def _carbonetto_draws(post_or_samples, spec) -> dict:

@@ -6,8 +6,13 @@ sampling from the posterior would give, ISR = 2 q (1 - q) for a binary site with
 ISR = sum_k q_k (1 - q_k) for a categorical one. Points far below the identity line mix slowly; TSR = 0 with
 ISR > 0 cannot happen for an estimated q, while TSR = ISR = 0 is a frozen indicator.
 
->>> tsr, isr = switch_rates(fit.idata.posterior["M"].values, thin=4)     # (chain, draw, ...) -> (...), (...)
->>> plot_switch_rates(tsr, isr, label="M")
+>>> import numpy as np
+>>> from zoo.diagnostics.switch_rate import plot_switch_rates, switch_rates
+>>> draws = (np.random.default_rng(0).uniform(size=(2, 2000, 3)) < [0.1, 0.5, 0.9]).astype(int)  # iid, 3 sites
+>>> tsr, isr = switch_rates(draws, thin=4)      # a fit's: fit.idata.posterior["M"].values (chain, draw, ...)
+>>> bool(np.all(np.abs(tsr - isr) < 0.03))     # independent draws switch at the independence rate
+True
+>>> ax = plot_switch_rates(tsr, isr, label="M")
 """
 from __future__ import annotations
 

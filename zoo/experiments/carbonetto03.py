@@ -14,6 +14,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import zoo
+from zoo.experiments.paper_claims import carbonetto03_claims
 from zoo.data.carbonetto03 import SEC2_VARIANCES, mixture_data_sec2, translation_data_sec52
 from zoo.metrics import empirical_word_proba, matched_accuracy, pr_n, pr_sampled
 
@@ -83,7 +84,7 @@ def run_sec2(n_datasets: int, n_restarts: int, seed: int = 0) -> Sec2Result:
                          known_covariance=SEC2_VARIANCES)
         fit = zoo.fit(spec, X, method="ml_em", seed=0, num_chains=1, init_means=np.tile(X.mean(0), (3, 1)),
                       progress_bar=False)
-        acc = matched_accuracy(z, fit.predict(X).labels)
+        acc = matched_accuracy(z, fit.predict(X).labels())
         out.setdefault(SYMMETRIC, {"best": [], "any": []})
         out[SYMMETRIC]["best"].append(acc)
         out[SYMMETRIC]["any"].append(acc)
@@ -128,7 +129,8 @@ def run_sec52(n_datasets: int, n_images: int, n_restarts: int, seed: int = 100) 
         for name, (method, covariance, cols) in fits.items():
             data = zoo.data.AnnotatedRegions(train.X[:, cols], train.image_ids, train.keywords, train.vocabulary,
                                              region_labels=train.region_labels)
-            spec = zoo.model("carbonetto03.translation", covariance=covariance, a=A_PAPER, b=B_PAPER, alpha=11.0)
+            spec = zoo.model("carbonetto03.translation", covariance=covariance, a=A_PAPER, b=B_PAPER, alpha=11.0,
+                              standardize=False)   # the paper's raw Sec. 5.2 features
             fit = zoo.fit(spec, data, method=method, seed=seed + d, num_chains=n_restarts, progress_bar=False)
             est = fit.state["params"].means + fit.state["mu_star"]
             err = est - true_means[:, cols]
@@ -148,14 +150,15 @@ class Sec53Result:
     rows: dict
 
 
-def run_sec53(n_restarts: int, seed: int = 0, n_images: tuple[int, int] | None = None) -> Sec53Result | None:
+def run_sec53(n_restarts: int, seed: int = 0, n_images: tuple[int, int] | None = None,
+              segmentation: str = "ncut") -> Sec53Result | None:
     """The four models of Sec. 5.3 on MSRC-v2 regions (carbonetto03 features); None when the data are absent.
     ``n_images``: (training, test) images drawn at random (``default_rng(seed)``) for a small run (--fast);
     None: the whole split."""
     from zoo.data.splits import subset_images
     try:
-        train = zoo.load_dataset("msrc_v2", split="train", features="carbonetto03")
-        test = zoo.load_dataset("msrc_v2", split="test", features="carbonetto03")
+        train = zoo.load_dataset("msrc_v2", split="train", features="carbonetto03", segmentation=segmentation)
+        test = zoo.load_dataset("msrc_v2", split="test", features="carbonetto03", segmentation=segmentation)
     except (FileNotFoundError, ValueError) as err:
         print(f"  Sec. 5.3 on real regions skipped: {err}")
         return None
@@ -177,7 +180,8 @@ def run_sec53(n_restarts: int, seed: int = 0, n_images: tuple[int, int] | None =
         sub = lambda d: zoo.data.AnnotatedRegions(d.X[:, cols], d.image_ids, d.keywords, d.vocabulary,
                                                   region_labels=d.region_labels)
         alpha = max(13.0, sub(train).X.shape[1] + 2.0)
-        spec = zoo.model("carbonetto03.translation", covariance=covariance, a=A_PAPER, b=B_PAPER, alpha=alpha)
+        spec = zoo.model("carbonetto03.translation", covariance=covariance, a=A_PAPER, b=B_PAPER, alpha=alpha,
+                          standardize=False)   # the paper's raw Sec. 5.2 features
         fit = zoo.fit(spec, sub(train), method=method, seed=seed, num_chains=n_restarts, progress_bar=False)
         rows[name] = _scores(fit.predict(sub(test)).word_proba, test)
         if name.startswith("MAP diag"):
@@ -214,7 +218,8 @@ def sec2_tables(res2: Sec2Result, sklearn_accuracy: float | None, n_datasets: in
         note=f"{n_datasets} data sets of 200 points, {n_restarts} EM restarts from data points as means; accuracy "
              f"under the best relabelling. Gap on 'ML, all 6 features' (zoo {ml6:.1f} vs paper 37.5): a symmetric "
              f"start (every mean at the data mean) is a fixed point of EM and scores the largest class's share "
-             f"(zoo {sym:.1f}), our explanation of the paper's 37.5 = 75/200; the zoo's ML 6 row starts from data points.")
+             f"(zoo {sym:.1f}), our explanation of the paper's 37.5 = 75/200; the zoo's ML 6 row starts from data "
+             f"points.")
     tau = res2.tau.mean(0)
     tau_table = Table("Sec. 2: tau_hat of the MAP shrinkage fit (mean over data sets)",
                       ["", *(f"feature {j + 1}" for j in range(tau.size))], [["zoo", *map(float, tau)]],
@@ -341,60 +346,24 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
                        [*sec52_tables(res5, n5, images, r5), plot_sec52(res5, out_dir / "carbonetto03_sec52.png")],
                        seconds=time.perf_counter() - t0))
 
+    from zoo.experiments._subsets import fast_segmentation
     sub53, r53 = ((100, 50), 2) if fast else (None, 5)
+    segmentation = fast_segmentation() if fast else "ncut"
     if fast:
         report.notes.append("--fast: fewer data sets and restarts (Sec. 2: "
                             f"{n2} x {r2}, Sec. 5.2: {n5} x {r5}; full: 50 x 10 and 19 x 5); Sec. 5.3 on a random "
-                            f"{sub53[0]} training and {sub53[1]} test images of MSRC-v2 with {r53} restarts "
-                            "(full: the whole split, 5 restarts)")
+                            f"{sub53[0]} training and {sub53[1]} test images of MSRC-v2 ({segmentation} regions) "
+                            f"with {r53} restarts (full: the whole split, NCut regions, 5 restarts)")
     report.settings = {"seeds": "Sec. 2: 0..n-1, Sec. 5.2: 100..100+n-1, Sec. 5.3: 0",
                        "data sets x restarts": f"Sec. 2 {n2} x {r2}, Sec. 5.2 {n5} x {r5}"}
     t0 = time.perf_counter()
-    real = run_sec53(n_restarts=r53, n_images=sub53)
+    real = run_sec53(n_restarts=r53, n_images=sub53, segmentation=segmentation)
     if real is None:
         report.notes.append("Sec. 5.3 not run: the MSRC-v2 regions are not available")
     else:
         title = "Sec. 5.3: translation model on MSRC-v2 regions" + (" (subset, --fast)" if fast else "")
         report.add(Section(title, sec53_tables(real), seconds=time.perf_counter() - t0))
-    report.claims = claims(res2, res5, fast)
+    report.claims = carbonetto03_claims(res2, res5, fast)
     for section in report.sections:
         print_section(section)
     return report
-
-
-def claims(res2: Sec2Result, res5: Sec52Result, fast: bool) -> list:
-    """The paper's claims of Sec. 2 and 5.2, each against the zoo's numbers in the tables above."""
-    from zoo.reports import Claim
-
-    rms = {name: float(np.mean(v["relevant"])) for name, v in res5.rms.items()}
-    noisy = " With --fast's few data sets the means are within one sd of each other." if fast else ""
-    acc = {name: 100 * float(np.mean(v["best"])) for name, v in res2.accuracy.items()}
-    out = [
-        Claim("MAP (shrinkage) estimates the word means better than ML when all 9 features are given (Fig. 5)",
-              "Sec. 5.2: RMS error of the estimated word means",
-              {"MAP full, all 9 (alpha=11)": rms["MAP full, all 9 (alpha=11)"],
-               "ML, all 9 features": rms["ML, all 9 features"]},
-              order=["MAP full, all 9 (alpha=11)", "ML, all 9 features"], higher_is_better=False,
-              why="The zoo's MAP full error is not below ML's on these data sets: the shrinkage of the noise "
-                  "features' means does not lower the error on the 3 relevant ones here." + noisy
-              if rms["MAP full, all 9 (alpha=11)"] >= rms["ML, all 9 features"] else ""),
-        Claim("ML given only the 3 relevant features is the best of the fits (Fig. 5)",
-              "Sec. 5.2: RMS error of the estimated word means",
-              {"ML, first 3 features": rms["ML, first 3 features"],
-               "MAP full, all 9 (alpha=11)": rms["MAP full, all 9 (alpha=11)"],
-               "ML, all 9 features": rms["ML, all 9 features"]},
-              order=["ML, first 3 features", "MAP full, all 9 (alpha=11)", "ML, all 9 features"],
-              higher_is_better=False,
-              why="Where the MAP / ML order differs see the claim above; ML on 3 features being best is the part "
-                  "this claim adds." + noisy),
-        Claim("ML on the 3 informative features: 99.5 % of points classified right (Sec. 2)",
-              "Sec. 2: training-set classification accuracy %",
-              {"ML, 3 informative features": acc["ML, 3 informative features"]},
-              paper={"ML, 3 informative features": PAPER_SEC2["ML, 3 informative features"]}, tolerance=2.0),
-        Claim("ML on all 6 features: 37.5 % right (Sec. 2)", "Sec. 2: training-set classification accuracy %",
-              {"ML, all 6 features": acc["ML, all 6 features"]},
-              paper={"ML, all 6 features": PAPER_SEC2["ML, all 6 features"]}, tolerance=2.0,
-              why="The zoo's EM from data points finds the clusters; the paper's 37.5 = 75/200 is what EM from a "
-                  "symmetric start (all means at the data mean) gives: row '" + SYMMETRIC + "'."),
-    ]
-    return out

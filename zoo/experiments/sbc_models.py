@@ -109,11 +109,12 @@ def carbonetto03_sbc(variant: str, n_sims: int = 100, seed: int = 0) -> SBCResul
     p = MIX_FEATURES
     fixed = dict(mu_star=jnp.zeros(p), sigma_star=jnp.eye(p), alpha=p + 2.0, diagonal=True)
     if variant == "shrinkage_mixture":
-        spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=MIX_COMPONENTS, covariance="diag")
+        spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=MIX_COMPONENTS, covariance="diag",
+                         standardize=False)
         kwargs = dict(X=jnp.zeros((MIX_POINTS, p)), n_components=MIX_COMPONENTS, priors=spec.priors, **fixed)
         names, quantities = ("lambda", "mu", "tau2"), _mixture_quantities
     else:
-        spec = zoo.model("carbonetto03.translation", covariance="diag", a=2.0, b=1.0)
+        spec = zoo.model("carbonetto03.translation", covariance="diag", a=2.0, b=1.0, standardize=False)
         vocabulary = ["w0", "w1", "w2"]
         keywords = [[vocabulary[w] for w in words] for words in REGION_KEYWORDS]
         allowed = np.zeros((len(REGION_KEYWORDS), 3), bool)
@@ -146,7 +147,8 @@ def nuts_mixture_sbc(n_sims: int = 100, n_draws: int = 99, num_warmup: int = 300
     from numpyro.infer import MCMC, NUTS
 
     import zoo
-    spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=MIX_COMPONENTS, covariance="diag")
+    spec = zoo.model("carbonetto03.shrinkage_mixture", n_components=MIX_COMPONENTS, covariance="diag",
+                     standardize=False)
     p = MIX_FEATURES
     kwargs = dict(n_components=MIX_COMPONENTS, priors=spec.priors, mu_star=jnp.zeros(p), sigma_star=jnp.eye(p),
                   alpha=p + 2.0, diagonal=True)

@@ -16,6 +16,9 @@ Metrics (mean and standard deviation over splits):
 - ``P@5`` / ``R@5``: image annotation, the 5 best words of an image (scores = mean of its regions' scores);
 - ``log_density``: held-out mean log p(true word | region) for methods with normalized probabilities (nan
   otherwise), over test regions whose word occurs in training;
+- ``pixel_acc`` / ``pixel_class_acc`` (MSRC-v2): the free labelling (each test region its argmax word over the
+  vocabulary, no caption) scored per pixel, void excluded: the share of labelled pixels right (global) and its
+  mean over the classes present (class average); pixels of a class never seen in training count as wrong;
 - ``fit_s``: wall seconds to fit and predict (compilation included).
 
 Hyperparameters chosen on training data only (no method sees a test fold): logistic regression's C and the
@@ -52,6 +55,9 @@ class Split(NamedTuple):
     test_images: np.ndarray | None = None
     mean: np.ndarray | None = None
     scale: np.ndarray | None = None
+    #: (R_test, W + 1) labelled pixels of each training word in each test region, last column: pixels of classes
+    #: unseen in training (always wrong); None where the data have no pixel truth
+    pixel_counts: np.ndarray | None = None
 
 
 def _subset(data: AnnotatedRegions, images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -62,8 +68,9 @@ def _subset(data: AnnotatedRegions, images: np.ndarray) -> tuple[np.ndarray, np.
     return keep, index[data.image_ids[keep]]
 
 
-def make_split(data: AnnotatedRegions, seed: int, test_fraction: float = 0.5) -> Split:
-    """The seeded image split of the protocol (see module docstring); only images holding regions are used."""
+def make_split(data: AnnotatedRegions, seed: int, test_fraction: float = 0.5, pixel_counts=None) -> Split:
+    """The seeded image split of the protocol (see module docstring); only images holding regions are used.
+    ``pixel_counts`` (R, W): each region's labelled pixels per vocabulary word (void excluded), or None."""
     if not isinstance(data, AnnotatedRegions):
         raise ValueError(f"data: expected AnnotatedRegions, got {type(data).__name__}")
     if data.region_labels is None:
@@ -94,8 +101,13 @@ def make_split(data: AnnotatedRegions, seed: int, test_fraction: float = 0.5) ->
                              allow_unannotated=True)
     labels_te = data.region_labels[keep_te]
     labels = np.where(labels_te >= 0, new_word[np.maximum(labels_te, 0)], -1)
+    pixels = None
+    if pixel_counts is not None:
+        test_counts = np.asarray(pixel_counts)[keep_te]
+        unseen = np.setdiff1d(np.arange(test_counts.shape[1]), words)
+        pixels = np.column_stack([test_counts[:, words], test_counts[:, unseen].sum(axis=1)])
     return Split(train, blind, labels, full[test_images][:, words].astype(bool), full[test_images].sum(axis=1),
-                 test_images, mean, scale)
+                 test_images, mean, scale, pixels)
 
 
 def tie_accuracy(scores: np.ndarray, labels: np.ndarray, allowed: np.ndarray | None = None) -> float:
@@ -136,6 +148,12 @@ def evaluate(scores: Scores, split: Split) -> dict[str, float]:
         out["log_density"] = float(np.log(np.clip(p, 1e-300, None)).mean())
     else:
         out["log_density"] = float("nan")
+    if split.pixel_counts is not None:        # data without pixel truth: no pixel keys (summaries read nan)
+        from zoo.metrics import pixel_accuracy_from_counts
+        # free labelling: ties go to the first word (a pixel gets one class); the unseen column is never predicted
+        pixels = pixel_accuracy_from_counts(np.argmax(np.where(np.isnan(region), -np.inf, region), axis=1),
+                                            split.pixel_counts)
+        out["pixel_acc"], out["pixel_class_acc"] = pixels["global"], pixels["class_avg"]
     return out
 
 
@@ -152,6 +170,27 @@ def msrc_regions(segmentation: str = "ncut", features: str = "carbonetto03", n_i
     keep, ids = _subset(data, images)
     return AnnotatedRegions(data.X[keep], ids, [data.keywords[i] for i in images], data.vocabulary,
                             region_labels=data.region_labels[keep])
+
+
+def msrc_pixel_counts(segmentation: str = "ncut", features: str = "carbonetto03", n_images: int | None = None,
+                      seed: int = 0) -> np.ndarray:
+    """(R, 23) labelled pixels of each class in each region (original annotation, void excluded), row for row the
+    regions of ``msrc_regions`` with the same arguments (``features`` does not change the regions)."""
+    from zoo.data import msrc
+    from zoo.data.msrc_labels import class_mapping
+    table = msrc.msrc_region_table(segmentation, progress=False)
+    vocabulary, mapping = class_mapping("all")
+    raw = table["counts_original"]                                  # (R, 24): label value 0 (void), 1..23
+    counts = np.zeros((raw.shape[0], len(vocabulary)), dtype=np.int64)
+    for value, word in enumerate(mapping):
+        if word >= 0:
+            counts[:, word] += raw[:, value]
+    # split="all" keeps the table's regions in its order (images in database order): row r is region r
+    n_names = len(table["names"])
+    if n_images is None or n_images >= n_names:
+        return counts
+    images = np.sort(np.random.default_rng(seed).choice(n_names, n_images, replace=False))
+    return counts[np.isin(table["image_index"], images)]
 
 
 def read_results(path) -> list[dict]:
@@ -217,8 +256,12 @@ def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False
             raise ValueError(f"data: expected 'msrc_v2', 'corel5k' or an AnnotatedRegions, got {data!r}")
         label = "msrc_v2 " + " ".join(str(v) for _, v in sorted(data_options.items()) if v is not None)
         data = msrc_regions(**data_options)
+        pixels = msrc_pixel_counts(**data_options)
+        if pixels.shape[0] != data.X.shape[0]:
+            raise RuntimeError(f"pixel counts: {pixels.shape[0]} regions, the data {data.X.shape[0]}")
     else:
         label = "user data"
+        pixels = None
     done = {(r["method"], r["split"]): r for r in previous if r["dataset"] == label}
     rows = []
     for seed in range(int(splits)):
@@ -226,7 +269,7 @@ def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False
         rows += [done[(name, seed)] for name in names if (name, seed) in done]
         if not todo:
             continue
-        split = make_split(data, seed, test_fraction)
+        split = make_split(data, seed, test_fraction, pixel_counts=pixels)
         for name in todo:
             family, run = METHODS[name]
             settings = Settings(seed, fast, split.mean, split.scale)
@@ -250,14 +293,15 @@ def summarize(rows: list[dict]) -> list[dict]:
         row = {"dataset": dataset, "method": method, "family": group[0]["family"], "splits": len(group),
                "errors": sorted({g["error"] for g in group if g["error"]})}
         for m in METRICS:
-            values = np.array([g[m] for g in group], dtype=np.float64)
+            values = np.array([g.get(m, np.nan) for g in group], dtype=np.float64)
             ok = values[np.isfinite(values)]
             row[m] = (float(ok.mean()), float(ok.std())) if ok.size else (float("nan"), float("nan"))
         table.append(row)
     return table
 
 
-HEADER = ["data", "method", "splits", "caption acc %", "free acc %", "P@5 %", "R@5 %", "log density", "fit s"]
+HEADER = ["data", "method", "splits", "caption acc %", "free acc %", "P@5 %", "R@5 %", "log density", "pixel acc %",
+          "class-avg pixel acc %", "fit s"]
 
 
 def table_rows(summary: list[dict]) -> list[list]:
@@ -268,7 +312,7 @@ def table_rows(summary: list[dict]) -> list[list]:
         cells = []
         for m in METRICS:
             mean, sd = r[m]
-            scale = 100.0 if m in ("caption_acc", "free_acc", "P@5", "R@5") else 1.0
+            scale = 100.0 if m in ("caption_acc", "free_acc", "P@5", "R@5", "pixel_acc", "pixel_class_acc") else 1.0
             digits = 2 if m == "log_density" else 1
             cells.append("n/a" if not np.isfinite(mean) else f"{scale * mean:.{digits}f} ± {scale * sd:.{digits}f}")
         note = f" (failed: {r['errors'][0]})" if r["errors"] else ""

@@ -26,7 +26,7 @@ __all__ = ["Scores", "Settings", "METHODS", "FAST_METHODS", "CHEAP_METHODS", "MO
            "fit_topics", "timed_row", "METRICS"]
 
 #: The columns of a leaderboard row (every data set; a metric a data set lacks is nan)
-METRICS = ("caption_acc", "free_acc", "P@5", "R@5", "log_density", "fit_s")
+METRICS = ("caption_acc", "free_acc", "P@5", "R@5", "log_density", "pixel_acc", "pixel_class_acc", "fit_s")
 
 
 class Scores(NamedTuple):

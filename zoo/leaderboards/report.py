@@ -1,14 +1,11 @@
-"""Reading the leaderboard's rows: before / after each training-data choice (paired over the same splits) and the
-goals of issue 19 point 3, as Markdown; ``write_report`` writes the table, these and the figure from a results
-file (``zoo.leaderboard``'s JSON lines), whatever part of the full run has finished.
+"""Reading the leaderboard's rows: before / after each choice made on training data, paired over the same splits
+(``PAIRS``), as rows or Markdown. The leaderboard document itself is ``zoo.leaderboards.document``.
 """
 from __future__ import annotations
 
-import pathlib
-
 import numpy as np
 
-__all__ = ["PAIRS", "before_after", "before_after_markdown", "goals", "write_report"]
+__all__ = ["PAIRS", "before_after", "before_after_markdown"]
 
 #: (choice made on training data, row before, row after)
 PAIRS = (
@@ -72,54 +69,3 @@ def before_after_markdown(rows: list[dict]) -> str:
                      f"{100 * p['after']:.1f} | {100 * p['diff'][0]:+.1f} ({100 * p['diff'][1]:.1f}) | "
                      f"{p['splits']} |")
     return "\n".join(lines)
-
-
-def _paired(rows, dataset, method, baseline, metric) -> tuple[float, float, int]:
-    """Means of ``method`` and ``baseline`` over the splits both have, and their number."""
-    a, b = _by_split(rows, dataset, method, metric), _by_split(rows, dataset, baseline, metric)
-    common = sorted(set(a) & set(b))
-    if not common:
-        return float("nan"), float("nan"), 0
-    return float(np.mean([a[s] for s in common])), float(np.mean([b[s] for s in common])), len(common)
-
-
-def goals(rows: list[dict]) -> list[str]:
-    """Issue 19 point 3, as measured (paired: means over the splits both rows have): on Corel5k each MoM-HDP row
-    against naive Bayes (P@5); on each MSRC-v2 setting every weakly supervised model against co-occurrence
-    (within-caption accuracy)."""
-    lines = []
-    for dataset in dict.fromkeys(r["dataset"] for r in rows):
-        methods = list(dict.fromkeys(r["method"] for r in rows if r["dataset"] == dataset))
-        if dataset == "corel5k":
-            base, metric, label = "naive Bayes (one-vs-all)", "P@5", "naive Bayes"
-            models = [m for m in methods if m.startswith("MoM-HDP")]
-        else:
-            base, metric, label = "co-occurrence", "caption_acc", "co-occurrence"
-            family = {r["method"]: r["family"] for r in rows if r["dataset"] == dataset}
-            models = [m for m in methods if family[m] == "model"]
-        for m in models:
-            v, b, n = _paired(rows, dataset, m, base, metric)
-            if n:
-                met = v >= b if dataset == "corel5k" else v > b
-                lines.append(f"{dataset}: {m} {'P@5 ' if dataset == 'corel5k' else ''}{100 * v:.1f} vs {label} "
-                             f"{100 * b:.1f} ({n} splits): {'met' if met else 'MISSED'}")
-    return lines
-
-
-def write_report(results, out_dir, settings: str = "") -> dict:
-    """leaderboard.md (``settings`` text, the table, before / after, goals) and leaderboard.png in ``out_dir``
-    from the rows in the ``results`` file; returns {"rows", "summary", "markdown", "figure"}."""
-    from zoo.leaderboards import board as lb
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rows = lb.read_results(results)
-    summary = lb.summarize(rows)
-    text = ["# Region-word leaderboard (mean ± sd over seeded splits)", "", *([settings, ""] if settings else []),
-            lb.markdown_table(summary), "",
-            "## Before / after each choice made on training data (paired over the same splits)", "",
-            before_after_markdown(rows), "", "## Goals (issue 19, point 3)", "",
-            *[f"- {g}" for g in goals(rows)]]
-    markdown = "\n".join(text) + "\n"
-    (out_dir / "leaderboard.md").write_text(markdown)
-    figure = lb.plot_leaderboard(summary, out_dir / "leaderboard.png") if summary else None
-    return {"rows": rows, "summary": summary, "markdown": markdown, "figure": figure}

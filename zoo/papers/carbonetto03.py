@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from zoo.data.containers import AnnotatedRegions, check_features
+from zoo.data.features import (FeatureScaling, apply_scaling, check_no_constant_features, fit_scaling,
+                               positive_definite_centre)
 from zoo.inference.mixture import em
 from zoo.models import shrinkage_mixture as sm
 from zoo.core.options import boolean, nonnegative_float, one_of, positive_float, positive_int
 from zoo.core.options import data_devices as check_data_devices
+from zoo.core.prediction import Prediction
 from zoo.core.priors import dirichlet_concentration, families, inverse_gamma_parameters
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
@@ -27,15 +31,25 @@ __all__ = ["MixturePrediction", "TranslationPrediction", "initial_params"]
 PAPER = "Carbonetto, de Freitas, Gustafson & Thompson 2003"
 
 
-@dataclasses.dataclass(frozen=True)
-class MixturePrediction:
-    component_proba: np.ndarray  # (N, C) posterior component probabilities xi_ic
-    labels: np.ndarray           # (N,) argmax component
+@dataclasses.dataclass(frozen=True, repr=False)
+class MixturePrediction(Prediction):
+    """component_proba (N, C): posterior component probabilities xi_ic; ``labels()`` (N,): the most probable."""
+    component_proba: np.ndarray
+
+    def labels(self) -> np.ndarray:
+        """(N,) the most probable component of each point."""
+        return np.argmax(self.component_proba, axis=1)
 
 
-@dataclasses.dataclass(frozen=True)
-class TranslationPrediction:
-    word_proba: np.ndarray  # (R, W) p(w | b_r) ∝ N(b_r; mu_w, Sigma_w), uniform p(w)
+@dataclasses.dataclass(frozen=True, repr=False)
+class TranslationPrediction(Prediction):
+    """word_proba (R, W): p(w | b_r) ∝ N(b_r; mu_w, Sigma_w) with uniform p(w); ``labels()`` (R,): the most
+    probable word of each region (an index into the vocabulary)."""
+    word_proba: np.ndarray
+
+    def labels(self) -> np.ndarray:
+        """(R,) the most probable word of each region (index into the data's vocabulary)."""
+        return np.argmax(self.word_proba, axis=1)
 
 
 # --------------------------------------------------------------------------------------------------- options
@@ -55,12 +69,20 @@ def _check_hyper(a, b, alpha, nu, n_components):
 
 
 def _build_mixture(n_components: int = 3, covariance: str = "full", known_covariance=None, a: float = 1.0,
-                   b: float = 1.0, alpha: float | None = None, nu: float = 1.0):
+                   b: float = 1.0, alpha: float | None = None, nu: float = 1.0,
+                   standardize: bool | None = None):
     """Options of the shrinkage mixture; alpha defaults to D + 2 (the smallest integer with a finite IW mean),
-    fixed when the data arrive."""
+    fixed when the data arrive. ``standardize`` (default: True, or False with a ``known_covariance``, which is on
+    the data's own scale): every feature centred and scaled by its training mean and standard deviation before the
+    fit (``zoo.data.features``); the parameters are then on that scale, and ``predict`` applies the same scaling to
+    new data."""
     n_components = positive_int(n_components, "n_components")
     covariance = one_of(covariance, "covariance", ("full", "diag"))
     _check_hyper(a, b, 1.0 if alpha is None else alpha, nu, n_components)
+    standardize = known_covariance is None if standardize is None else boolean(standardize, "standardize")
+    if known_covariance is not None and standardize:
+        raise ValueError("standardize: a known_covariance is on the data's own scale, so the features cannot be "
+                         "standardized with it; leave standardize unset (or False)")
     if known_covariance is not None:
         known_covariance = np.asarray(known_covariance, dtype=np.float64)
         if not np.all(np.isfinite(known_covariance)):
@@ -75,15 +97,19 @@ def _build_mixture(n_components: int = 3, covariance: str = "full", known_covari
                     np.any(np.linalg.eigvalsh(0.5 * (known_covariance + known_covariance.T)) <= 0):
                 raise ValueError("known_covariance: a (D, D) matrix must be symmetric positive definite")
     options = dict(n_components=int(n_components), covariance=covariance, known_covariance=known_covariance,
-                   a=float(a), b=float(b), alpha=None if alpha is None else float(alpha), nu=float(nu))
+                   a=float(a), b=float(b), alpha=None if alpha is None else float(alpha), nu=float(nu),
+                   standardize=standardize)
     return sm.shrinkage_mixture, options, sm.default_priors(int(n_components), a, b, nu)
 
 
-def _build_translation(covariance: str = "full", a: float = -1.0, b: float = 1e-5, alpha: float | None = None):
-    """Options of the translation model; defaults are the paper's a = -1, b = 1e-5, alpha = D + 2."""
+def _build_translation(covariance: str = "full", a: float = -1.0, b: float = 1e-5, alpha: float | None = None,
+                       standardize: bool = True):
+    """Options of the translation model; defaults are the paper's a = -1, b = 1e-5, alpha = D + 2; ``standardize``
+    as for the shrinkage mixture (default True: features scaled by their training mean and standard deviation)."""
     covariance = one_of(covariance, "covariance", ("full", "diag"))
     _check_hyper(a, b, 1.0 if alpha is None else alpha, 1.0, 1)
-    options = dict(covariance=covariance, a=float(a), b=float(b), alpha=None if alpha is None else float(alpha))
+    options = dict(covariance=covariance, a=float(a), b=float(b), alpha=None if alpha is None else float(alpha),
+                   standardize=boolean(standardize, "standardize"))
     priors = {"tau2": sm.tau2_prior(a, b)}
     return sm.translation_model, options, priors
 
@@ -98,12 +124,25 @@ def _alpha_for(options, n_features):
 
 
 def _data_moments(X):
+    """(mu*, Sigma*): the data's mean (D,) and the centre (D, D) of the IW prior (paper Sec. 4: the sample
+    covariance). The IW prior exists to keep every Sigma_c = (scatter_c + alpha Sigma*) / (...) positive definite,
+    which it does only when Sigma* is: with exactly dependent features (histogram bins or shares that sum to one)
+    the sample covariance is singular, every scatter_c is singular in the same direction, and the Cholesky factor of
+    Sigma_c was NaN from the first M-step (issue 34). So Sigma* is the sample covariance made positive definite
+    (``positive_definite_centre``: unchanged unless its correlation matrix has an eigenvalue below 1e-6)."""
+    check_no_constant_features(X, "the carbonetto03 models")
     mu_star = X.mean(axis=0)
     sigma_star = np.cov(X, rowvar=False, bias=True).reshape(X.shape[1], X.shape[1])
-    if np.any(np.diagonal(sigma_star) <= 0):
-        k = int(np.argmin(np.diagonal(sigma_star)))
-        raise ValueError(f"X: feature {k} is constant (zero variance): the prior centre Sigma* is singular")
-    return mu_star, sigma_star
+    return mu_star, positive_definite_centre(sigma_star)
+
+
+def _scaling(spec, X) -> FeatureScaling | None:
+    """The feature scaling learned on training data X (N, D) when the spec standardizes (None otherwise); specs
+    built before the option existed (a fit file's arguments) did not standardize."""
+    if not spec.options.get("standardize", False):
+        return None
+    check_no_constant_features(X, "the carbonetto03 models")
+    return fit_scaling(X)
 
 
 def _mixture_arrays(spec, data):
@@ -122,6 +161,16 @@ def _translation_arrays(data):
         raise ValueError(f"data: carbonetto03.translation takes zoo.data.AnnotatedRegions, got {type(data).__name__}")
     allowed = data.keyword_matrix()[data.image_ids].astype(bool)  # (R, W)
     return data.X, allowed
+
+
+def _mixture_program_args(spec, data):
+    X = _mixture_arrays(spec, data)
+    return _program_kwargs(spec, apply_scaling(X, _scaling(spec, X)))
+
+
+def _translation_program_args(spec, data):
+    X, allowed = _translation_arrays(data)
+    return _program_kwargs(spec, apply_scaling(X, _scaling(spec, X)), allowed)
 
 
 def _program_kwargs(spec, X, allowed=None):
@@ -228,7 +277,9 @@ def _pointwise_log_lik(Xc, params, allowed, config):
 
 
 def _em_fit(spec, X, allowed, method, *, use_prior, learn_weights, seed, num_chains, max_iter, tol,
-            init_means, reg_covar, progress_bar, data_devices, predictor, data):
+            init_means, reg_covar, progress_bar, data_devices, predictor, data, scaling=None):
+    if scaling is not None and init_means is not None:    # given on the data's scale, like the data
+        init_means = apply_scaling(np.asarray(init_means, dtype=np.float64), scaling)
     res, Xc, hyper, config, mu_star = _run_em(spec, X, allowed, use_prior=use_prior, learn_weights=learn_weights,
                                               seed=seed, num_chains=num_chains, max_iter=max_iter, tol=tol,
                                               init_means=init_means, reg_covar=reg_covar,
@@ -246,7 +297,7 @@ def _em_fit(spec, X, allowed, method, *, use_prior, learn_weights, seed, num_cha
     comp = "component" if learn_weights else "word"
     dims = {"mu": [comp, "feature"], "lambda": [comp], "tau2": ["feature"],
             "Sigma": [comp, "feature"] if config.diagonal else [comp, "feature", "feature_bis"],
-            "x": ["point", "feature"]}
+            "x": ["point" if learn_weights else "region", "feature"]}
     coords = {}
     if not learn_weights:
         coords["word"] = list(data.vocabulary)
@@ -256,10 +307,14 @@ def _em_fit(spec, X, allowed, method, *, use_prior, learn_weights, seed, num_cha
                       "n_iter": np.asarray(res.n_iter)[:, None], "converged": np.asarray(res.converged)[:, None]},
         log_likelihood={"x": np.asarray(pointwise)[:, None]},
         observed_data={"x": np.asarray(X)}, dims=dims, coords=coords,
-        attrs={"method": method, "objective": "log posterior" if use_prior else "log likelihood"})
+        attrs={"method": method, "objective": "log posterior" if use_prior else "log likelihood",
+               "feature_scale": "standardized: parameters and x in units of each feature's training standard "
+                                "deviation, centred at its training mean" if scaling is not None else "raw"})
     best = int(np.argmax(np.asarray(res.objective)[:, -1]))
     state = dict(params=jax.tree_util.tree_map(lambda x: np.asarray(x[best]), params), mu_star=mu_star,
                  best_chain=best, diagonal=config.diagonal)
+    if scaling is not None:    # what predict applies to new data (fits saved before issue 34 have none)
+        state.update(feature_mean=np.asarray(scaling.mean), feature_scale=np.asarray(scaling.scale))
     headline = ["tau2", "lambda"] if use_prior and learn_weights else (["tau2"] if use_prior else ["mu"])
     return Fit(idata=idata, spec=spec, method=method, state=state, headline=headline, predictor=predictor,
                data=data)
@@ -280,9 +335,27 @@ def _em_options(num_chains=4, max_iter=500, tol=1e-10, init_means=None, reg_cova
 
 
 # -------------------------------------------------------------------------------------------- predictions
+#: the predictors' one pass over the data, compiled: run op by op, the plain-JAX Cholesky loops of a prediction
+#: took 1.4-17 s on 40 points (each loop step dispatched on its own)
+_e_step = jax.jit(em.e_step, static_argnames=("config",))
+_log_densities = jax.jit(em.log_component_densities, static_argnames=("diagonal",))
+
+
 def _best_params(fit):
     p = fit.state["params"]
     return em.Params(*(jnp.asarray(x) for x in p)), fit.state["mu_star"], fit.state["diagonal"]
+
+
+def _fitted_scaling(fit) -> FeatureScaling | None:
+    """The scaling a fit learned on its training data: in the EM state, or (generic methods) recomputed from the
+    kept training data when the provenance says the spec standardized; None for fits without one."""
+    if isinstance(fit.state, dict) and "feature_mean" in fit.state:
+        return FeatureScaling(np.asarray(fit.state["feature_mean"]), np.asarray(fit.state["feature_scale"]))
+    options = json.loads(fit.idata.posterior.attrs.get("zoo_model_options", "{}") or "{}")
+    if not options.get("standardize", False):
+        return None
+    X = fit.data.X if isinstance(fit.data, AnnotatedRegions) else check_features(fit.data, "X")
+    return fit_scaling(X)
 
 
 def _predict_mixture(fit, data):
@@ -290,11 +363,12 @@ def _predict_mixture(fit, data):
     params, mu_star, diagonal = _best_params(fit)
     if X.shape[1] != params.means.shape[1]:
         raise ValueError(f"X: expected {params.means.shape[1]} features, got {X.shape[1]}")
+    X = apply_scaling(X, _fitted_scaling(fit))
     config = em.EMConfig(diagonal=diagonal)
     allowed = jnp.ones((X.shape[0], params.means.shape[0]), bool)
-    resp, _ = em.e_step(jnp.asarray(X - mu_star), params, allowed, config)
+    resp, _ = _e_step(jnp.asarray(X - mu_star), params, allowed, config)
     resp = np.asarray(resp)
-    return MixturePrediction(component_proba=resp, labels=resp.argmax(axis=1))
+    return MixturePrediction(component_proba=resp)
 
 
 def _predict_translation(fit, data):
@@ -302,7 +376,8 @@ def _predict_translation(fit, data):
     params, mu_star, diagonal = _best_params(fit)
     if X.shape[1] != params.means.shape[1]:
         raise ValueError(f"X: expected {params.means.shape[1]} features, got {X.shape[1]}")
-    log_dens = em.log_component_densities(jnp.asarray(X - mu_star), params.means, params.covs, diagonal)
+    X = apply_scaling(X, _fitted_scaling(fit))
+    log_dens = _log_densities(jnp.asarray(X - mu_star), params.means, params.covs, diagonal)
     proba = np.asarray(jax.nn.softmax(log_dens, axis=1))  # p(w | b) ∝ N(b; mu_w, Sigma_w), uniform p(w)
     return TranslationPrediction(word_proba=proba)
 
@@ -329,45 +404,58 @@ def _generic_predict_mixture(fit, data):
     X = check_features(data, "X")
     if X.shape[1] != means.shape[1]:
         raise ValueError(f"X: the model was fitted on {means.shape[1]} features, got {X.shape[1]}")
-    resp, _ = em.e_step(jnp.asarray(X), params, jnp.ones((X.shape[0], n_comp), bool), em.EMConfig(diagonal=diagonal))
+    X = apply_scaling(X, _fitted_scaling(fit))
+    resp, _ = _e_step(jnp.asarray(X), params, jnp.ones((X.shape[0], n_comp), bool), em.EMConfig(diagonal=diagonal))
     resp = np.asarray(resp)
-    return MixturePrediction(component_proba=resp, labels=resp.argmax(axis=1))
+    return MixturePrediction(component_proba=resp)
 
 
 # --------------------------------------------------------------------------------------------- registration
+def _site_dims(component: str, unit: str) -> dict:
+    """Every method's dims (the program's plates: ``component`` / ``word``, ``point`` / ``region``); Sigma is
+    (component, feature, feature_bis) with full covariances and (component, feature) with diagonal ones."""
+    return {"mu": (component, "feature"), "lambda": (component,), "tau2": ("feature",),
+            "Sigma": ((component, "feature", "feature_bis"), (component, "feature")), "x": (unit, "feature")}
+
+
 register_model(
     "carbonetto03.shrinkage_mixture", paper=PAPER, title="Shrinkage Gaussian mixture (MAP-EM feature weighting)",
     build=_build_mixture, data_kind="ndarray", default_method="map_em", headline=("tau2", "lambda"),
-    program_args=lambda spec, data: _program_kwargs(spec, _mixture_arrays(spec, data)),
+    program_args=_mixture_program_args,
     generic_predictor=_generic_predict_mixture, exchangeable={"mu": 0, "lambda": 0, "Sigma": 0},
     prior_families={"tau2": families(sm.dist.InverseGamma, sm.ImproperInverseGamma,
-                                     why="the conjugate M-step of eq. 9")})
+                                     why="the conjugate M-step of eq. 9")},
+    site_dims=_site_dims("component", "point"))
 
 register_model(
     "carbonetto03.translation", paper=PAPER, title="Discrete-Gaussian translation model (regions -> words)",
     build=_build_translation, data_kind="AnnotatedRegions", default_method="map_em", headline=("tau2",),
-    program_args=lambda spec, data: _program_kwargs(spec, *_translation_arrays(data)),
+    program_args=_translation_program_args,
     prior_families={"tau2": families(sm.dist.InverseGamma, sm.ImproperInverseGamma,
-                                     why="the conjugate M-step of eq. 9")})
+                                     why="the conjugate M-step of eq. 9")},
+    site_dims=_site_dims("word", "region"), coords=lambda spec, data: {"word": list(data.vocabulary)})
 
 
 def _mixture_data(spec, data):
+    """(model's X (N, D), allowed (N, C), the data kept in the fit, the feature scaling or None)."""
     X = _mixture_arrays(spec, data)
-    return X, np.ones((X.shape[0], spec.options["n_components"]), bool), X
+    scaling = _scaling(spec, X)
+    return apply_scaling(X, scaling), np.ones((X.shape[0], spec.options["n_components"]), bool), X, scaling
 
 
 def _translation_data(spec, data):
     X, allowed = _translation_arrays(data)
-    return X, allowed, data
+    scaling = _scaling(spec, X)
+    return apply_scaling(X, scaling), allowed, data, scaling
 
 
 def _em_method(model_id, name, *, use_prior, arrays, predictor, learn_weights, doc):
     """Register one EM variant: validate options and data first, then run the shared EM fit."""
     def runner(spec, data, seed=0, **options) -> Fit:
         opts = _em_options(**options)
-        X, allowed, kept = arrays(spec, data)
+        X, allowed, kept, scaling = arrays(spec, data)
         return _em_fit(spec, X, allowed, name, use_prior=use_prior, learn_weights=learn_weights, seed=seed,
-                       predictor=predictor, data=kept, **opts)
+                       predictor=predictor, data=kept, scaling=scaling, **opts)
 
     runner.__doc__ = doc
     register_method(model_id, name, options=_em_options)(runner)

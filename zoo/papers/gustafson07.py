@@ -1,11 +1,16 @@
 """Gustafson, Thompson & de Freitas (2007): FULL, FS and CVFS region labelling, registered in the zoo.
 
->>> regions = zoo.load_dataset("gustafson07_program", n_images=30)
+>>> import zoo
+>>> regions = zoo.load_dataset("gustafson07_program", n_images=10, n_keywords=4, n_features=5)
+>>> regions
+AnnotatedRegions(regions=95, features=5, images=10, words=4, region_labels=yes)
 >>> fit = zoo.fit(zoo.model("gustafson07.cvfs"), regions, method="collapsed_gibbs", seed=0, num_chains=2,
-...               num_warmup=200, num_samples=1000)
+...               num_warmup=50, num_samples=100, progress_bar=False)     # a real fit: thousands of sweeps
 >>> pred = fit.predict(regions)
->>> pred.label_proba          # (regions, K+1), column 0 = garbage; training regions: restricted to S_i
->>> pred.feature_relevance    # (K, p): Pr(M_ki = 1 | data), keywords in vocabulary order
+>>> pred.label_proba.shape          # (regions, K+1), column 0 = garbage; training regions: restricted to S_i
+(95, 5)
+>>> pred.feature_relevance.shape    # (K, p): Pr(M_ki = 1 | data), keywords in vocabulary order
+(4, 5)
 
 Data: ``AnnotatedRegions``; concept k >= 1 is ``vocabulary[k - 1]``. Features are standardized with the training
 mean and standard deviation (the paper pre-scales them), and new data with the same numbers.
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +36,7 @@ from zoo.models.feature_selection import check_garbage_weight, default_priors, f
 from zoo.core.options import chain_method as check_chain_method
 from zoo.core.options import check_known, nonnegative_int, one_of, positive_int
 from zoo.core.progress import progress_callback
+from zoo.core.prediction import Prediction
 from zoo.core.priors import beta_mixture_parameters, families
 from zoo.core.registry import register_method, register_model
 from zoo.core.convergence import auto_report, auto_settings, short_of
@@ -47,8 +53,8 @@ _TITLES = {"full": "semi-supervised region labelling, all features relevant (FUL
            "cvfs": "semi-supervised region labelling with concept-varying feature selection (CVFS)"}
 
 
-@dataclasses.dataclass(frozen=True)
-class RegionLabelPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class RegionLabelPrediction(Prediction):
     """label_proba (R, K+1): Pr(Y = concept), column 0 = garbage; feature_relevance (K, p): Pr(M_ki = 1 | data);
     concepts: names of the K+1 columns; annotated (R,) bool: True where the region's image keywords restricted it."""
     label_proba: np.ndarray
@@ -333,16 +339,32 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
                predictor=predict_labels, data=data)
 
 
+def _site_dims(variant: str) -> dict:
+    """Every method's dims (the program's plates ``region`` and ``concept``); M is (feature,) in FS (one mask shared
+    by the concepts) and (keyword, feature) in CVFS (the garbage concept's row, all zeros, left out)."""
+    dims = {"Y": ("region",), "label_proba": ("region", "concept"), "X": ("region", "feature"),
+            "mu": ("concept", "feature"), "Sigma": ("concept", "feature", "feature_bis"), "alpha": ("feature",),
+            "delta": ("feature",), "Omega": ("feature", "feature_bis"), "accept_M": ("keyword",)}
+    dims["M"] = ("keyword", "feature") if variant == "cvfs" else ("feature",)
+    return dims
+
+
+def _coords(spec, data) -> dict:
+    """The data's labels: concepts (garbage first) and keywords are the vocabulary's words."""
+    vocab = [str(w) for w in data.vocabulary]
+    return {"concept": [GARBAGE] + vocab, "keyword": vocab}
+
+
 def _to_idata(draws, variant, data, arrays, rb):
     vocab = list(data.vocabulary)
     p = arrays.X.shape[1]
     posterior = {"Y": draws["Y"], "n_relevant": draws["n_relevant"].sum(-1) if variant == "cvfs"
                  else draws["n_relevant"][..., 0]}
-    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "unit_loglik": ["region"]}
+    dims = {"Y": ["region"], "label_proba": ["region", "concept"], "X": ["region", "feature"]}
     if variant == "cvfs":
         posterior.update(M=draws["M"][:, :, 1:].astype(np.int8), alpha=draws["alpha"], delta=draws["delta"],
                          Omega=draws["Omega"])
-        dims.update(M=["keyword", "feature"], alpha=["feature"], delta=["feature"], Omega=["feature", "feature_"])
+        dims.update(M=["keyword", "feature"], alpha=["feature"], delta=["feature"], Omega=["feature", "feature_bis"])
     elif variant == "fs":
         posterior["M"] = draws["M"][:, :, 0].astype(np.int8)
         dims["M"] = ["feature"]
@@ -361,7 +383,7 @@ def _to_idata(draws, variant, data, arrays, rb):
         stats["accept_Omega"] = draws["accept_Omega"]
         dims["accept_M"] = ["keyword"]
     coords = {"region": np.arange(arrays.X.shape[0]), "concept": [GARBAGE] + vocab, "keyword": vocab,
-              "feature": [f"x{j}" for j in range(p)], "feature_": [f"x{j}" for j in range(p)]}
+              "feature": [f"x{j}" for j in range(p)], "feature_bis": [f"x{j}" for j in range(p)]}
     idata = to_inference_data(posterior, sample_stats=stats or None, log_likelihood={"X": draws["unit_loglik"]},
                               observed_data={"X": data.X}, dims=dims, coords=coords,
                               attrs={"method": "collapsed_gibbs", "variant": variant})
@@ -453,8 +475,9 @@ _KERNEL_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joint_
 
 def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
     """``zoo.kernel``'s builder: a ``ProgramKernel`` of ``build_gibbs_kernel`` on AnnotatedRegions ``data``
-    (features standardized as ``zoo.fit`` does), drawing Y (n,), M (K+1, p), n_relevant (K+1,), label_proba
-    (n, K+1), unit_loglik (n,), acceptances, and for CVFS alpha (p,), delta (p,), Omega (p, p)."""
+    (features standardized as ``zoo.fit`` does), drawing Y (n,), M and n_relevant with ``zoo.fit``'s shapes (FS: M
+    (p,); CVFS: M (K, p); ``FitShapes``), label_proba (n, K+1), unit_loglik (n,), acceptances, and for CVFS alpha
+    (p,), delta (p,), Omega (p, p)."""
     check_known(options, _KERNEL_OPTIONS, f"the {method!r} kernel")
     opts = dict(options)
     update = opts.pop("delta_omega_update", "exact")
@@ -465,7 +488,24 @@ def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
     problem = region_problem(spec, arrays, exact_delta_omega=update == "exact", **opts)
     # the program with the spec's priors, so that az.from_numpyro's prior and the kernel's target agree
     program = partial(spec.program, **program_kwargs(spec, arrays))
-    return ProgramKernel(build_gibbs_kernel, variant, problem, Collect(variant, collect_names(variant)), program)
+    return ProgramKernel(build_gibbs_kernel, variant, problem,
+                         FitShapes(Collect(variant, collect_names(variant)), variant), program)
+
+
+class FitShapes(NamedTuple):
+    """``observe`` of ``zoo.kernel``: the sweep's draws (``Collect``) with the shapes ``zoo.fit`` stores and the
+    program declares: M (p,) in FS (the one mask), (K, p) in CVFS (the garbage row, all zeros, left out), int8;
+    n_relevant a count (its sum over concepts in CVFS). Hashable, so equal settings reuse the compiled step."""
+    collect: Any
+    variant: str
+
+    def __call__(self, state, info) -> dict:
+        out = dict(self.collect(state, info))
+        if "M" in out:
+            out["M"] = (out["M"][1:] if self.variant == "cvfs" else out["M"][0]).astype(jnp.int8)
+        if "n_relevant" in out:
+            out["n_relevant"] = out["n_relevant"].sum(-1) if self.variant == "cvfs" else out["n_relevant"][0]
+        return out
 
 
 for _variant in ("full", "fs", "cvfs"):
@@ -476,7 +516,8 @@ for _variant in ("full", "fs", "cvfs"):
                    prior_families={"M": families(dist.BernoulliProbs, dist.BernoulliLogits,
                                                  why="the FS flip update"),
                                    "alpha": families(dist.Beta, dist.MixtureSameFamily,
-                                                     why="the Gibbs update of alpha: a Beta or a mixture of Betas")})
+                                                     why="the Gibbs update of alpha: a Beta or a mixture of Betas")},
+                   unit_sites=("Y", "label_proba"), site_dims=_site_dims(_variant), coords=_coords)
 register_method(("gustafson07.full", "gustafson07.fs", "gustafson07.cvfs"), "collapsed_gibbs",
                 description="collapsed MCMC of the Appendix (M flips, labels via eq. 1, alpha, (delta, Omega))",
                 kernel=mcmc_kernel)(_collapsed_gibbs)

@@ -45,6 +45,7 @@ from zoo.models.mil import KERNELS, default_priors, gram_matrix, kernel_mil_prog
 from zoo.core.options import chain_method as check_chain_method, check_known, positive_float
 from zoo.papers import kueck04_prepare as _prepare_module
 from zoo.papers.kueck04_prepare import MILPrepared, bag_labels, prepare
+from zoo.core.prediction import Prediction
 from zoo.core.priors import any_family, beta_parameters, families, inverse_gamma_parameters
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
@@ -59,14 +60,26 @@ __all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwa
 median_distance = _prepare_module.median_distance
 
 VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
+#: every method's dims (the program's plates ``basis``, ``instance`` and ``group``; the log likelihood ``groups``
+#: is per group)
+_SITE_DIMS = {"gamma": ("basis",), "beta": ("basis",), "z": ("instance",), "f": ("instance",),
+              "group_label": ("group",), "fraction": ("group",), "groups": ("group",)}
 _PAPER = "Kueck 2004"
 
 
-@dataclasses.dataclass(frozen=True)
-class MILPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class MILPrediction(Prediction):
     """instance_proba (M,): posterior mean of Phi(f(x)); bag_proba (B,): 1 - mean over draws of prod Phi(-f)."""
     instance_proba: np.ndarray
     bag_proba: np.ndarray
+
+    def labels(self, threshold: float = 0.5) -> np.ndarray:
+        """(M,) instance labels: 1 where ``instance_proba > threshold``."""
+        return (np.asarray(self.instance_proba) > threshold).astype(np.int64)
+
+    def bag_labels(self, threshold: float = 0.5) -> np.ndarray:
+        """(B,) bag labels: 1 where ``bag_proba > threshold``."""
+        return (np.asarray(self.bag_proba) > threshold).astype(np.int64)
 
 
 def _build(variant: str):
@@ -280,8 +293,7 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     observed = {"group_label": prep.group_label}
     if prep.fraction is not None:
         observed["fraction"] = prep.fraction
-    dims = {"gamma": ["basis"], "beta": ["basis"], "z": ["instance"], "group_label": ["group"],
-            "fraction": ["group"], "groups": ["group"]}
+    dims = dict(_SITE_DIMS)
     # log p(observations of group g | f) per draw, from the Z sampler's forward pass (az.loo over groups)
     idata = to_inference_data(samples, sample_stats=stats, log_likelihood={"groups": loglik},
                               observed_data=observed, dims=dims,
@@ -356,7 +368,7 @@ def _register() -> None:
     for variant in VARIANTS:
         register_model(f"kueck04.{variant}", paper=_PAPER, title=titles[variant], build=_build(variant),
                        data_kind="Bags", default_method="blocked_gibbs", prior_sites=("tau", "delta2"),
-                       headline=("delta2", "n_active"),
+                       headline=("delta2", "n_active"), unit_sites=("z",), site_dims=_SITE_DIMS,
                        prior_families={"tau": families(dist.Beta, why="tau is integrated out of the kernel "
                                                                        "selection"),
                                        "delta2": any_family(dist.constraints.positive, dist.InverseGamma,

@@ -9,9 +9,14 @@ Data: a ``zoo.data.Matrix`` (mask True = observed), a ``zoo.data.ross03.MatrixDa
 missing). Missing entries take no part in the E or M steps. sigma is floored at ``sigma_floor`` (default 1% of the
 pooled standard deviation of the observed values) so zero-variance dimensions cannot collapse it to 0.
 
+>>> import zoo
+>>> from zoo.data import Matrix
+>>> shapes = zoo.load_dataset("shapes").matrix                 # Matrix (729, 121): 11 x 11 images of shapes
+>>> train, test = Matrix(shapes.values[:400]), Matrix(shapes.values[400:])
 >>> spec = zoo.model("ross03.mcvq", n_vqs=3, n_states=5)
->>> fit = zoo.fit(spec, Matrix(X_train), method="variational_em", seed=0, num_chains=4)
->>> fit.predict(Matrix(X_test)).reconstruction
+>>> fit = zoo.fit(spec, train, method="variational_em", seed=0, num_chains=2, max_iter=50, progress_bar=False)
+>>> fit.predict(test).reconstruction.shape
+(329, 121)
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from zoo.models.mcvq import default_priors, mcvq_program
 from zoo.core.options import data_devices as check_data_devices
 from zoo.core.options import positive_float, positive_int
 from zoo.core.progress import progress_callback
+from zoo.core.prediction import Prediction
 from zoo.core.priors import dirichlet_concentration
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
@@ -68,14 +74,22 @@ _VQS = {"a": 1, "b": 1, "mu": 1, "sigma": 1, "s": ("carry", 1), "r": "labels",
         "within": {"groups": {"mu": 1, "sigma": 1, "b": 1}, "states": {"mu": 2, "sigma": 2, "b": 2},
                    "labels": {"s": 1}}}
 
+#: the per-case draws of q (states per VQ, clusters); every method's dims (the program's plate ``case``)
+_UNIT_SITES = ("s", "y")
+_SITE_DIMS = {"mu": ("dim", "vq", "state"), "sigma": ("dim", "vq", "state"), "a": ("dim", "vq"),
+              "b": ("class", "vq", "state"), "beta": ("class",), "r": ("dim",), "s": ("case", "vq"), "y": ("case",),
+              "x": ("case", "dim"), "free_energy": ("iteration",), "temperature": ("iteration",)}
 register_model("ross03.mcvq", paper=PAPER, title="Multiple Cause Vector Quantization", build=_builder("plain"),
-               data_kind="Matrix", default_method="variational_em", headline=("b",), exchangeable=_VQS)
+               data_kind="Matrix", default_method="variational_em", headline=("b",), exchangeable=_VQS,
+               unit_sites=_UNIT_SITES, site_dims=_SITE_DIMS)
 register_model("ross03.mcvq_supervised", paper=PAPER, title="MCVQ with class-conditional state priors (Sec. 4.2.2)",
                build=_builder("supervised"), data_kind="Matrix", default_method="variational_em", headline=("b",),
-               exchangeable=_VQS)
+               exchangeable=_VQS,
+               unit_sites=_UNIT_SITES, site_dims=_SITE_DIMS)
 register_model("ross03.mcvq_clustered", paper=PAPER, title="MCVQ clustering of cases (Sec. 4.2.1)",
                build=_builder("clustered"), data_kind="Matrix", default_method="variational_em",
-               headline=("beta", "b"), exchangeable=_VQS)
+               headline=("beta", "b"), exchangeable=_VQS,
+               unit_sites=_UNIT_SITES, site_dims=_SITE_DIMS)
 
 
 # --- data -------------------------------------------------------------------------------------------------------
@@ -301,8 +315,8 @@ for _mid in _KINDS:
 
 
 # --- predictions ------------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class MCVQPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class MCVQPrediction(Prediction):
     """reconstruction (C, D): sum_kj m g mu at every entry (missing ones too: a prediction); state_proba (C, K, J):
     m (marginal over classes); vq_ownership (D, K): g; log_likelihood (C,): exact log p(x^c | R = argmax g);
     class_proba (C, N): supervised, by the variational bound; class_proba_monte_carlo (C, N): eq. 4.3;
@@ -314,6 +328,14 @@ class MCVQPrediction:
     class_proba: np.ndarray | None = None
     class_proba_monte_carlo: np.ndarray | None = None
     cluster_proba: np.ndarray | None = None
+
+    def labels(self) -> np.ndarray:
+        """(C,) the most probable class (supervised MCVQ) or cluster (clustered MCVQ) of each case."""
+        proba = self.class_proba if self.class_proba is not None else self.cluster_proba
+        if proba is None:
+            raise ValueError("labels: the plain MCVQ predicts no classes (ross03.mcvq_supervised and "
+                             "ross03.mcvq_clustered do)")
+        return np.argmax(proba, axis=1)
 
 
 @jax.jit

@@ -1,8 +1,13 @@
 """Yakhnenko & Honavar: ``yakhnenko.mom_lda`` (mean-field VI) and ``yakhnenko.mom_hdp`` (truncated stick-breaking VI).
 
->>> counts = zoo.load_dataset("corel5k", split="train")
->>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=20), counts, method="stick_breaking_vi", seed=0)
->>> fit.predict(zoo.load_dataset("corel5k", split="test")).caption_word_proba    # (images, caption vocabulary)
+>>> import zoo
+>>> counts = zoo.load_dataset("yakhnenko_synthetic", seed=0)     # real images: zoo.load_dataset("corel5k")
+>>> counts
+MultimodalCounts(images=300, words=27, visual_words=54)
+>>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=10), counts, method="stick_breaking_vi", seed=0,
+...               num_chains=2, progress_bar=False)
+>>> fit.predict(counts).caption_word_proba.shape                   # (images, caption vocabulary)
+(300, 27)
 
 Both also get the generic ``nuts``, ``svi`` and ``map`` on the NumPyro program (small data only).  Predictions use
 test-time VI on the visual words alone (Sec. 2.7); metrics and the paper's baselines are at the bottom.
@@ -25,6 +30,7 @@ from zoo.inference.topics import topic_vi
 from zoo.models import multimodal_topics as mt
 from zoo.core.options import data_devices as check_data_devices
 from zoo.core.options import nonnegative_float, one_of, positive_float, positive_int
+from zoo.core.prediction import Prediction
 from zoo.core.priors import any_family, dirichlet_concentration
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
@@ -38,8 +44,8 @@ __all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy
 PAPER = "Yakhnenko & Honavar 2009 (multi-modal HDP)"
 
 
-@dataclasses.dataclass(frozen=True)
-class TopicPrediction:
+@dataclasses.dataclass(frozen=True, repr=False)
+class TopicPrediction(Prediction):
     """caption_word_proba (I, W): p(w | b_i) from the visual words alone (Sec. 2.7); topic_proba (I, K): the
     token-averaged q(z | b_m); word_proba (R, W) and region_label (R,) for regions (None without regions; a region
     without visual words gets the prior mean of pi in place of q(z | b))."""
@@ -48,6 +54,13 @@ class TopicPrediction:
     topic_proba: np.ndarray
     word_proba: np.ndarray | None = None
     region_label: np.ndarray | None = None
+
+    def labels(self) -> np.ndarray:
+        """(R,) the predicted word of each region (data with regions only)."""
+        if self.region_label is None:
+            raise ValueError("labels: these data have no regions (MultimodalCounts without region_visual_words); "
+                             "caption_word_proba holds the per-image word probabilities")
+        return np.asarray(self.region_label)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,14 +269,32 @@ def _loop_options(max_iter, tol, local_steps, chunk, num_draws):
     nonnegative_float(tol, "tol")
 
 
+#: every method's dims (the program's plates ``factor``, ``image`` and ``break``); pi (image, factor) is per image
+_SITE_DIMS = {"phi_w": ("factor", "word"), "phi_b": ("factor", "visual_word"), "topic_weight": ("factor",),
+              "beta": ("factor",), "pi": ("image", "factor"), "sticks": ("break",), "words": ("image", "word"),
+              "visual_words": ("image", "visual_word"), "factor_usage": ("factor",)}
+
+
+def _coords(spec, data) -> dict:
+    """The data's labels: caption words and visual words, where the data name them."""
+    coords = {}
+    if getattr(data, "word_vocabulary", None) is not None:
+        coords["word"] = [str(w) for w in data.word_vocabulary]
+    if getattr(data, "visual_vocabulary", None) is not None:
+        coords["visual_word"] = [str(w) for w in data.visual_vocabulary]
+    return coords
+
+
 register_model("yakhnenko.mom_lda", paper=PAPER, title="Multi-modal LDA of caption words and visual words",
                build=_build_lda, data_kind="MultimodalCounts", default_method="mean_field_vi",
                program_args=_program_args, prior_sites=("pi", "phi_w", "phi_b"), headline=("topic_weight",),
-               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0})
+               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0}, unit_sites=("pi",),
+               site_dims=_SITE_DIMS, coords=_coords)
 register_model("yakhnenko.mom_hdp", paper=PAPER, title="Multi-modal HDP, truncated stick-breaking",
                build=_build_hdp, data_kind="MultimodalCounts", default_method="stick_breaking_vi",
                program_args=_program_args, prior_sites=("sticks", "phi_w", "phi_b"), headline=("beta",),
-               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0, "beta": 0},
+               exchangeable={"topic_weight": 0, "phi_w": 0, "phi_b": 0, "beta": 0}, unit_sites=("pi",),
+               site_dims=_SITE_DIMS, coords=_coords,
                prior_families={"sticks": any_family(dist.constraints.unit_interval, dist.Beta,
                                                     why="the stick-breaking VI's expectations")})
 

@@ -3,9 +3,13 @@
 Hoffman et al. 2013 over minibatches of images (``zoo.inference.topics.streaming``), the images in memory
 (``MultimodalCounts``) or in a corpus folder read shard by shard (``zoo.data.streaming``):
 
->>> corpus = zoo.data.streaming.write_corpus("corel_corpus", zoo.load_dataset("corel5k"), shard_size=500)
->>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=20), corpus, method="stochastic_vi",
-...               batch_size=256, passes=5, tau0=1.0, kappa=0.7)
+>>> import pathlib, tempfile, zoo
+>>> folder = pathlib.Path(tempfile.mkdtemp()) / "corpus"         # real images: zoo.load_dataset("corel5k")
+>>> corpus = zoo.data.streaming.write_corpus(folder, zoo.load_dataset("yakhnenko_synthetic"), shard_size=100)
+>>> fit = zoo.fit(zoo.model("yakhnenko.mom_hdp", truncation=10), corpus, method="stochastic_vi",
+...               batch_size=64, passes=2, tau0=1.0, kappa=0.7, progress_bar=False)
+>>> fit.method
+'stochastic_vi'
 
 (the generic ``svi`` is NumPyro's SVI on the program; ``stochastic_vi`` is this one).  A fit on in-memory images
 is completed like ``mean_field_vi``'s (each image's q(pi) by a last local step, draws of q, pointwise log

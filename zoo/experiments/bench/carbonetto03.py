@@ -6,12 +6,13 @@ import time
 
 import numpy as np
 
-from zoo.bench import register_benchmark, timeit_best
+from zoo.bench import Goal, register_benchmark, timeit_best
 
 __all__ = ["bench_gmm"]
 
 
-@register_benchmark("gmm", peer="scikit-learn GaussianMixture (full covariance)")
+@register_benchmark("gmm", peer="scikit-learn GaussianMixture (full covariance)",
+                    goals=(Goal("ratio zoo/sklearn", "<=", 0.5, "MAP-EM s/iter zoo / scikit-learn", "issue 35"),))
 def bench_gmm(fast: bool = False) -> dict:
     """MAP-EM time per iteration vs scikit-learn's EM: N = 10 000, D = 16, 3 components, full covariance,
     the same initial means, both single-threaded, after compilation."""

@@ -10,14 +10,15 @@ import warnings
 import numpy as np
 
 import zoo
-from zoo.bench import register_benchmark
+from zoo.bench import Goal, register_benchmark
 from zoo.data import Bags
 from zoo.data.mil import embedded_cluster_data, load_mil_benchmark, ring_data
 from zoo.experiments.kueck04 import cross_validate
 
 __all__ = ["benchmark_mil", "large_n_sweeps"]
 
-@register_benchmark("mil", peer="NumPyro NUTS on kueck04.supervised with the active set fixed")
+@register_benchmark("mil", goals=(Goal("gibbs_vs_nuts_ess_per_s_ratio", ">=", 1.0, "ESS/s blocked Gibbs / NUTS"),),
+                    peer="NumPyro NUTS on kueck04.supervised with the active set fixed")
 def benchmark_mil(fast: bool = False) -> dict:
     """Sweeps/s on the ring data (N = 500), 1 chain and 4 chains (vectorized by vmap, and sequential by lax.map;
     after JIT, compile apart; the thesis' C++ did 400/s), the Musk1 10-fold cross-validation's wall time and its

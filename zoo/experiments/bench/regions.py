@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zoo.bench import register_benchmark
+from zoo.bench import Goal, register_benchmark
 
 __all__ = ["benchmark_segmentation"]
 
@@ -35,7 +35,8 @@ def _skimage_ncut(image, params) -> np.ndarray:
     return skimage.graph.cut_normalized(superpixels, rag, thresh=params["thresh"], rng=0)
 
 
-@register_benchmark("regions", peer="skimage.graph.cut_normalized")
+@register_benchmark("regions", goals=(Goal("ncut_speedup_cpu", ">=", 1.0, "CPU s/image skimage NCut / zoo NCut"),),
+                    peer="skimage.graph.cut_normalized")
 def benchmark_segmentation(fast: bool = True) -> dict:
     """Seconds per image (segmentation + 16 region statistics) of each method, and the peer's NCut.
 

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 import zoo
-from zoo.bench import register_benchmark, timeit_best
+from zoo.bench import Goal, register_benchmark, timeit_best
 
 __all__ = ["bench_mcvq"]
 
@@ -36,7 +36,8 @@ def _mcvq_iteration_time(X, K, J, n_iter=10, repeats=3):
     return best / n_iter, max(first - best, 0.0)
 
 
-@register_benchmark("mcvq", peer="scikit-learn NMF (72 components, per iteration) and KMeans (72 clusters, per "
+@register_benchmark("mcvq", goals=(Goal("ratio_mcvq_over_nmf", "<=", 3.0, "s/iter MCVQ / NMF", "issue 35"),),
+                    peer="scikit-learn NMF (72 components, per iteration) and KMeans (72 clusters, per "
                                  "Lloyd iteration)")
 def bench_mcvq(fast: bool = False) -> dict:
     """Time per variational-EM iteration of MCVQ 6 x 12 on CBCL faces (2429 x 361; random data of that shape when
