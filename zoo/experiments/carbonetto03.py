@@ -363,7 +363,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     else:
         title = "Sec. 5.3: translation model on MSRC-v2 regions" + (" (subset, --fast)" if fast else "")
         report.add(Section(title, sec53_tables(real), seconds=time.perf_counter() - t0))
-    report.claims = carbonetto03_claims(res2, res5, fast)
+    report.claims = carbonetto03_claims(res2, res5, fast, PAPER_SEC2, SYMMETRIC)
     for section in report.sections:
         print_section(section)
     return report

@@ -404,5 +404,5 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     report.settings = {"seeds": "Sec. 6: fixed per chain in run_sec6; Sec. 7: split 0, chains 0",
                        "iterations": f"Sec. 6 {w6} + {s6}, Sec. 7 {setting.warmup} + {setting.samples}",
                        "Sec. 7 data": label}
-    report.claims = gustafson07_claims(sec7, setting.on_program)
+    report.claims = gustafson07_claims(sec7, setting.on_program, PAPER_SEC7, VARIANTS)
     return report

@@ -455,5 +455,5 @@ def reproduce(out_dir: pathlib.Path, fast: bool):
         print_section(report.add(Section(title, [real_data_table(real)], seconds=time.perf_counter() - t0)))
     report.settings = {"seeds": "synthetic data 0..; chains seed 0; CV folds seed 0, fold k's chain seed k",
                        "sweeps": f"{n} + {n}"}
-    report.claims = kueck04_claims(ring.rows)
+    report.claims = kueck04_claims(ring.rows, THESIS)
     return report

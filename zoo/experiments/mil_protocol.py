@@ -15,7 +15,8 @@ Everything a method chooses is chosen on the outer training bags only:
   the bag's mean). Bag score: the largest instance margin.
 
 ``run_protocol(name, runs, ...)`` appends one row per (method, run) to a JSON-lines file as it finishes, so a
-killed run keeps what it finished; ``summarize_protocol`` gives mean ± sd over runs.
+killed run keeps what it finished; ``summarize_protocol`` (``zoo.leaderboards.document``) gives mean ± sd over
+runs.
 """
 from __future__ import annotations
 
@@ -28,9 +29,10 @@ import numpy as np
 
 from zoo.data import Bags
 from zoo.data.mil import load_mil_benchmark, stratified_bag_folds, subset_bags
+from zoo.leaderboards.document import summarize_protocol
 
-__all__ = ["ProtocolRun", "width_grid", "protocol_folds", "mi_svm_bag_scores", "MI_svm_bag_scores", "kueck_selected_scores",
-           "run_protocol", "summarize_protocol", "KERNELS"]
+__all__ = ["ProtocolRun", "width_grid", "protocol_folds", "mi_svm_bag_scores", "MI_svm_bag_scores",
+           "kueck_selected_scores", "run_protocol", "summarize_protocol", "KERNELS"]
 
 KERNELS = ("gaussian", "cauchy")
 
@@ -210,17 +212,3 @@ def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", 
             rows.append(row)
             log(f"{name} run {r} {method}: {row['accuracy']:.1f} % ({row['seconds']:.0f} s)")
     return ProtocolRun(rows)
-
-
-def summarize_protocol(rows: list[dict]) -> list[dict]:
-    """Mean and sd of the bag accuracy over runs per (data, method), with the number of runs."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["data"], r["method"]), []).append(r)
-    out = []
-    for (data, method), group in groups.items():
-        acc = np.array([g["accuracy"] for g in group])
-        out.append({"data": data, "method": method, "runs": len(group), "accuracy": (float(acc.mean()),
-                                                                                       float(acc.std())),
-                    "n_folds": group[0]["n_folds"]})
-    return out

@@ -34,7 +34,7 @@ import numpy as np
 
 from zoo.data.containers import AnnotatedRegions
 from zoo.leaderboards.corel5k import corel5k_leaderboard, corel5k_split
-from zoo.leaderboards.methods import FAST_METHODS, METHODS, METRICS, Scores, Settings, timed_row
+from zoo.leaderboards.methods import FAST_METHODS, METHODS, METRICS, Scores, Settings, summarize, timed_row
 
 __all__ = ["Scores", "Split", "make_split", "evaluate", "tie_accuracy", "METHODS", "FAST_METHODS", "leaderboard",
            "summarize", "markdown_table", "table_rows", "plot_leaderboard", "msrc_regions", "corel5k_split",
@@ -281,23 +281,6 @@ def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False
             log(f"leaderboard split {seed} {name}: caption {row['caption_acc']:.3f} free {row['free_acc']:.3f} "
                 f"({row['fit_s']:.1f} s){' ' + row['error'] if row['error'] else ''}")
     return rows
-
-
-def summarize(rows: list[dict]) -> list[dict]:
-    """One row per (dataset, method): mean and standard deviation over splits of each metric, in first-seen order."""
-    out = {}
-    for r in rows:
-        out.setdefault((r["dataset"], r["method"]), []).append(r)
-    table = []
-    for (dataset, method), group in out.items():
-        row = {"dataset": dataset, "method": method, "family": group[0]["family"], "splits": len(group),
-               "errors": sorted({g["error"] for g in group if g["error"]})}
-        for m in METRICS:
-            values = np.array([g.get(m, np.nan) for g in group], dtype=np.float64)
-            ok = values[np.isfinite(values)]
-            row[m] = (float(ok.mean()), float(ok.std())) if ok.size else (float("nan"), float("nan"))
-        table.append(row)
-    return table
 
 
 HEADER = ["data", "method", "splits", "caption acc %", "free acc %", "P@5 %", "R@5 %", "log density", "pixel acc %",

@@ -16,8 +16,8 @@ import pathlib
 
 import numpy as np
 
-__all__ = ["load_results", "merge_identical", "setting_label", "method_label", "render_markdown",
-           "which_model_when", "plot_summary", "write_docs", "ACC_METRICS"]
+__all__ = ["summarize_protocol", "load_results", "merge_identical", "setting_label", "method_label",
+           "render_markdown", "which_model_when", "plot_summary", "write_docs", "ACC_METRICS"]
 
 ACC_METRICS = ("caption_acc", "free_acc", "P@5", "R@5")
 REGION_METRICS = ("caption_acc", "free_acc", "P@5", "R@5", "log_density")
@@ -30,9 +30,11 @@ MODEL_NAMES = (("carbonetto03 ", "translation (Carbonetto et al. 2003) "), ("gus
 def setting_label(dataset: str) -> str:
     """"msrc_v2 carbonetto03 ncut" -> "MSRC-v2, NCut regions, features of Carbonetto et al. 2003"."""
     parts = dataset.split()
-    if parts[0] == "msrc_v2" and len(parts) == 3:
+    if parts[0] == "msrc_v2" and len(parts) == 3 and parts[1] in FEATURES:
         segmentation = {"ncut": "NCut", "slic": "SLIC"}.get(parts[2], parts[2])
         return f"MSRC-v2, {segmentation} regions, {FEATURES.get(parts[1], parts[1] + ' features')}"
+    if parts[0] == "msrc_v2":
+        return "MSRC-v2 (" + ", ".join(parts[1:]) + ")"
     return {"corel5k": "Corel5k, seeded 4,500 / 500 splits",
             "corel5k standard": "Corel5k, standard split (Mulan train / test)"}.get(dataset, dataset)
 
@@ -61,10 +63,9 @@ def load_results(folder) -> dict:
         for key, value in row.items():
             if isinstance(value, list) and len(value) == 2 and key not in ("errors",):
                 row[key] = tuple(float("nan") if v is None else float(v) for v in value)
-    from zoo.leaderboards.board import summarize
+    from zoo.leaderboards.methods import summarize
     pixel_rows = jsonl("msrc_pixel_rows.jsonl")
     pixel = [r for r in summarize(pixel_rows) if not math.isnan(r["pixel_acc"][0])] if pixel_rows else []
-    from zoo.experiments.mil_protocol import summarize_protocol
     mil_rows = jsonl("mil_protocol_rows.jsonl") + jsonl("mil_protocol_rows_kueck.jsonl")
     mil = summarize_protocol(mil_rows)
     for row in mil:      # where the inner CV put the width: the narrow end of the grid chosen how often
@@ -77,6 +78,20 @@ def load_results(folder) -> dict:
                            f"{sum(c['grid_position'] == 0 for c in chosen)} of {len(chosen)} folds, widest in "
                            f"{sum(c['grid_position'] == c['n_widths'] - 1 for c in chosen)}")
     return {"seeded": seeded, "standard": jsonl("corel5k_standard.jsonl"), "pixel": pixel, "mil": mil}
+
+
+def summarize_protocol(rows: list[dict]) -> list[dict]:
+    """Mean and sd of the bag accuracy over runs per (data, method), with the number of runs."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["data"], r["method"]), []).append(r)
+    out = []
+    for (data, method), group in groups.items():
+        acc = np.array([g["accuracy"] for g in group])
+        out.append({"data": data, "method": method, "runs": len(group), "accuracy": (float(acc.mean()),
+                                                                                       float(acc.std())),
+                    "n_folds": group[0]["n_folds"]})
+    return out
 
 
 def _metric_key(row, metrics):
@@ -294,10 +309,11 @@ def render_markdown(results: dict, published_corel, published_mil=()) -> str:
     if results["pixel"]:
         out += ["## MSRC-v2 pixel accuracy (free labelling, void excluded)", "",
                 "Each test region gets its best word over the whole vocabulary (no caption at test time); every "
-                "labelled pixel of the region is scored with it, void pixels excluded; mean ± sd over the same 5 "
-                "seeded splits. Weakly supervised segmentation work reports these two numbers on MSRC with its own "
-                "train/test split and 21 classes (horse and mountain dropped); here all 23 classes, so the numbers "
-                "are not set beside published ones.", "", *_pixel_table(results["pixel"])]
+                "labelled pixel of the region is scored with it, void pixels excluded; mean ± sd over the first "
+                "seeded splits of the protocol (all 5, or the number in brackets where the run was cut short). "
+                "Weakly supervised segmentation work reports these two numbers on MSRC with its own train/test "
+                "split and 21 classes (horse and mountain dropped); here all 23 classes, so the numbers are not "
+                "set beside published ones.", "", *_pixel_table(results["pixel"])]
     elif msrc:
         out += ["## MSRC-v2 pixel accuracy", "", "Not measured yet: `zoo.metrics.pixel_accuracy` computes it "
                 "(global and class average, void excluded) once the region maps of the test images are scored; the "

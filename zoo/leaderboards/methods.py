@@ -23,7 +23,7 @@ import numpy as np
 from zoo.leaderboards import baselines as bl
 
 __all__ = ["Scores", "Settings", "METHODS", "FAST_METHODS", "CHEAP_METHODS", "MOM_GRIDS", "best_by_elbo",
-           "fit_topics", "timed_row", "METRICS"]
+           "fit_topics", "timed_row", "summarize", "METRICS"]
 
 #: The columns of a leaderboard row (every data set; a metric a data set lacks is nan)
 METRICS = ("caption_acc", "free_acc", "P@5", "R@5", "log_density", "pixel_acc", "pixel_class_acc", "fit_s")
@@ -264,3 +264,20 @@ METHODS: dict[str, tuple[str, Callable]] = {
 FAST_METHODS = tuple(m for m in METHODS if not m.startswith(("kueck04", "gustafson07", "mi-SVM")))
 #: FAST_METHODS without the MoM grids and the MoM raw-feature row (each MoM fit compiles anew: minutes a split)
 CHEAP_METHODS = tuple(m for m in FAST_METHODS if not (m.startswith("MoM") and ("by ELBO" in m or "raw" in m)))
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """One row per (dataset, method): mean and standard deviation over splits of each metric, in first-seen order."""
+    out = {}
+    for r in rows:
+        out.setdefault((r["dataset"], r["method"]), []).append(r)
+    table = []
+    for (dataset, method), group in out.items():
+        row = {"dataset": dataset, "method": method, "family": group[0]["family"], "splits": len(group),
+               "errors": sorted({g["error"] for g in group if g["error"]})}
+        for m in METRICS:
+            values = np.array([g.get(m, np.nan) for g in group], dtype=np.float64)
+            ok = values[np.isfinite(values)]
+            row[m] = (float(ok.mean()), float(ok.std())) if ok.size else (float("nan"), float("nan"))
+        table.append(row)
+    return table
