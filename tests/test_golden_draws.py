@@ -143,13 +143,17 @@ GOLDEN_ARRAYS = GOLDEN.with_suffix(".npz")
 
 def _arrays(fit) -> dict[str, np.ndarray]:
     """Every array of the posterior and sample_stats groups, as float64 or int64 (``group/name`` -> array). The
-    per-unit draws (``unit_posterior`` since issue 30, the same draws) keep the key they were recorded under,
-    ``posterior/<name>``."""
+    per-unit draws (``unit_posterior`` since issue 30, the same draws) and a variational method's point estimates
+    (``variational_parameters`` since issue 30, repeated over the draws as recorded) keep the key they were recorded
+    under, ``posterior/<name>``."""
+    from zoo.core.idata import with_point_estimates
+
     out = {}
+    view = with_point_estimates(fit.idata)
     for group in ("posterior", "unit_posterior", "sample_stats"):
         if group not in fit.idata.groups():
             continue
-        dataset = getattr(fit.idata, group)
+        dataset = view.posterior if group == "posterior" else getattr(fit.idata, group)
         for name in sorted(dataset.data_vars):
             values = np.asarray(dataset[name].values)
             out[f"{'posterior' if group == 'unit_posterior' else group}/{name}"] = np.ascontiguousarray(

@@ -114,7 +114,8 @@ def _load_data(args, kind: str | None):
     ``save_container`` -> its container; .npy; .csv, with a header row made into ``kind`` with ``--column``) or a
     folder of captioned photos (its captions: ``--captions``, else FOLDER/captions.txt)."""
     import zoo
-    from zoo.data.tables import Table, to_container
+    from zoo.data.container_files import to_container
+    from zoo.data.tables import Table
     name = args.data
     columns = _columns(args)
     try:

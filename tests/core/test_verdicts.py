@@ -108,6 +108,33 @@ def test_objective_criterion():
     assert objective_check(np.full(10, np.nan)).converged is None
 
 
+def test_an_annealed_objective_is_judged_once_the_temperature_is_1():
+    """Ross (2003)'s variational EM anneals: its free energy climbs while the temperature falls, then settles; only
+    the part at temperature 1 is the method's objective."""
+    n = 40
+    temperature = np.concatenate([np.linspace(50.0, 1.0, 30), np.ones(10)])
+    objective = np.concatenate([np.linspace(-900.0, -500.0, 30), np.full(10, -500.0)])
+    stats = {"objective": np.tile(objective, (2, 1, 1)), "temperature": np.tile(temperature, (2, 1, 1))}
+    posterior = {"b": np.tile(np.array([0.3, 0.7]), (2, 5, 1))}
+    idata = to_inference_data(posterior, sample_stats=stats)
+    assert diagnose(idata, ["b"], inference="variational").loc["b", "status"] == "point estimate"
+    del stats["temperature"]                     # without it the climb at high temperature reads as progress
+    idata = to_inference_data(posterior, sample_stats=stats)
+    assert diagnose(idata, ["b"], inference="variational").loc["b", "status"] == "fail"
+    assert n == objective.size
+
+
+def test_variational_restarts_disagree_only_beyond_their_spread():
+    rng = np.random.default_rng(5)
+    flat = {"objective": np.full((2, 1, 50), -100.0)}                  # both converged, at the same optimum
+    apart = rng.normal(size=(2, 200)) + np.array([[0.0], [3.0]])
+    close = rng.normal(size=(2, 200)) + np.array([[0.0], [0.2]])
+    table = diagnose(to_inference_data({"w": apart, "v": close}, sample_stats=flat), ["w", "v"],
+                     inference="variational")
+    assert table.loc["w", "status"] == "fail" and "beyond q's sd" in table.loc["w", "verdict"]
+    assert table.loc["v", "status"] == "ok"
+
+
 # ---------------------------------------------------------------------------------------------- discrete MCMC sites
 
 def _binary_chains(rates, n_draw=400, seed=0, start=None):

@@ -6,7 +6,7 @@ import pytest
 import zoo
 from zoo.cli import main
 from zoo.data import AnnotatedRegions, Bags, Matrix, MultimodalCounts, load_container, read_table, save_container
-from zoo.data.tables import to_container
+from zoo.data.container_files import to_container
 
 pd = pytest.importorskip("pandas")
 

@@ -66,8 +66,8 @@ def test_priors_are_declarative_and_checked():
     assert spec.priors["alpha"].__class__.__name__ == "Beta"
     assert zoo.model("gustafson07.fs", priors={"M": "Bernoulli(0.2)"}).priors["M"].probs == pytest.approx(0.2)
     # refused at zoo.model, before any fit (issue 31), naming the families the sampler takes
-    with pytest.raises(ValueError, match="priors\\['alpha'\\]: no method of 'gustafson07.cvfs' can use a Uniform prior.*"
-                                         "Beta or MixtureSameFamily"):
+    with pytest.raises(ValueError, match="priors\\['alpha'\\]: no method of 'gustafson07.cvfs' can use a Uniform "
+                                         "prior.*Beta or MixtureSameFamily"):
         zoo.model("gustafson07.cvfs", priors={"alpha": "Uniform(0.0, 1.0)"})
     with pytest.raises(ValueError, match="not a prior site"):
         zoo.model("gustafson07.full", priors={"alpha": "Beta(1.0, 1.0)"})

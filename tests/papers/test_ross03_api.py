@@ -91,7 +91,7 @@ def test_supervised_and_clustered_predictions():
     X_const[:, 2] = 0.7  # a zero-variance dimension: sigma stays at the floor, F finite
     clu = zoo.fit(zoo.model("ross03.mcvq_clustered", n_vqs=2, n_states=2, n_clusters=2), Matrix(X_const), seed=0,
                   max_iter=10, num_chains=2, progress_bar=False)
-    assert np.all(clu.idata.posterior["sigma"].values >= clu.state.sigma_floor * (1 - 1e-12))
+    assert np.all(clu.idata.variational_parameters["sigma"].values >= clu.state.sigma_floor * (1 - 1e-12))
     assert np.isfinite(clu.state.free_energy).all()
     z = clu.predict(Matrix(X_const)).cluster_proba
     assert z.shape == (60, 2) and np.allclose(z.sum(1), 1.0)

@@ -251,7 +251,8 @@ def test_fit_outputs_and_reproducibility(simulated_fit):
     idata = fit.idata
     assert set(idata.groups()) >= {"posterior", "sample_stats", "log_likelihood", "observed_data",
                                    "variational_parameters"}
-    assert idata.posterior["mu"].shape == (4, 100, 12, 3, 3) and idata.posterior["r"].shape == (4, 100, 12)
+    # mu: a point estimate per restart, beside q's parameters; r: draws of q
+    assert idata.variational_parameters["mu"].shape == (4, 12, 3, 3) and idata.posterior["r"].shape == (4, 100, 12)
     F = idata.sample_stats["free_energy"].values[:, 0]
     assert F.shape == (4, 30) and np.isfinite(F).all()
     assert idata.log_likelihood["x"].shape == (4, 100, 250)
@@ -285,25 +286,30 @@ def test_missing_entries_take_no_part(simulated_fit):
 
 
 def test_posterior_holds_draws_of_q_and_relabelled_vqs(simulated_fit):
-    """Variational EM: r and s are draws of each restart's q; mu, sigma, a, b are point estimates (the same in
-    every draw of a restart); the VQs, exchangeable between restarts, are relabelled beside the raw draws with r's
-    values and s's columns following the same permutation; az.loo reads chains x draws of q."""
+    """Variational EM: r and s are draws of each restart's q (s, per case, in unit_posterior); mu, sigma, a, b are
+    point estimates, one per restart, kept beside q's parameters (variational_parameters); the VQs, exchangeable
+    between restarts, are relabelled beside the raw draws with r's values and s's columns following the same
+    permutation; az.loo reads chains x draws of q."""
     import arviz as az
 
     fit, _, _ = simulated_fit
     post = fit.idata.posterior
     assert fit.inference == "variational"
-    r, a = post["r"].values, post["a"].values                                  # (4, S, D), (4, S, D, K)
+    fixed = fit.idata.variational_parameters
+    r, a = post["r"].values, fixed["a"].values[:, None]                        # (4, S, D), (4, 1, D, K)
     assert r.min() >= 0 and r.max() < 3 and fit.idata.unit_posterior["s"].shape == (4, 100, 250, 3)
-    assert "s" not in post and post["mu"].dims == ("chain", "draw", "dim", "vq", "state")
-    assert np.all(a == a[:, :1]) and "point estimate" in post["a"].attrs["q"]
+    assert set(post.data_vars) == {"r", "r_relabelled"} and fixed["mu"].dims == ("chain", "dim", "vq", "state")
+    assert "point estimate" in fixed["a"].attrs["q"]
     g = fit.idata.variational_parameters["g"].values                          # (4, D, K): q(r) of each restart
     assert np.all(np.take_along_axis(g[:, None], r[..., None], -1) > 0)       # every draw possible under q
-    r_rel, a_rel = post["r_relabelled"].values, post["a_relabelled"].values
+    r_rel, a_rel = post["r_relabelled"].values, fixed["a_relabelled"].values[:, None]
     # a relabelled VQ index picks the same value of a as the raw one did
-    np.testing.assert_array_equal(np.take_along_axis(a_rel, r_rel[..., None], -1),
-                                  np.take_along_axis(a, r[..., None], -1))
-    mu_rel, mu = post["mu_relabelled"].values, post["mu"].values               # (4, S, D, VQ, state)
+    np.testing.assert_array_equal(np.take_along_axis(np.broadcast_to(a_rel, r.shape + a.shape[-1:]),
+                                                     r_rel[..., None], -1),
+                                  np.take_along_axis(np.broadcast_to(a, r.shape + a.shape[-1:]), r[..., None], -1))
+    # (4, S, D, VQ, state): the same in every draw of a restart
+    mu_rel, mu = (np.broadcast_to(fixed[k].values[:, None], r.shape[:2] + fixed[k].shape[1:])
+                  for k in ("mu_relabelled", "mu"))
     # VQs and then the states within each VQ are permuted: per dimension the same values, in another order
     flat = lambda v: np.sort(v.reshape(v.shape[:3] + (-1,)), axis=-1)  # noqa: E731
     assert np.array_equal(flat(mu_rel), flat(mu))

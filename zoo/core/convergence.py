@@ -24,15 +24,15 @@ run's mean acceptance (NUTS), and the share of draws in which a discrete site ch
 
 **Optimisers and variational inference** (EM, MAP, variational EM, coordinate-ascent and stochastic VI, SVI; each
 chain a restart) are judged by their objective trace (``sample_stats["objective"]``, (chain, 1, iteration), NaN
-after a run stopped by its own tolerance): a restart converged when it stopped by its own tolerance, or when the
+after a run stopped by its own tolerance; an annealed run, with ``sample_stats["temperature"]``, judged from where the
+temperature reaches 1): a restart converged when it stopped by its own tolerance, or when the
 mean of the objective over the last 10 % of its iterations differs from the mean over the 10 % that end at the
 run's midpoint by less than ``OBJECTIVE_RTOL`` of its size plus ``OBJECTIVE_ATOL`` nats plus three standard
-errors of the noise (a decaying
-learning rate flattens a trace that is far from its optimum: comparing the end with the middle sees that).
-Converged restarts whose final objectives lie within ``OPTIMA_TOL`` nats of the best reached the best optimum; when
-two or more did and they disagree on a site beyond ``VALUE_RTOL`` (variational: beyond r-hat 1.01 between
-restarts), the point estimate is not unique and that is flagged; restarts stuck at worse optima are reported, not
-flagged (predictions use the best).
+errors of the noise (a decaying learning rate flattens a trace that is far from its optimum: comparing the end with
+the middle sees that). Converged restarts whose final objectives lie within ``OPTIMA_TOL`` nats of the best reached
+the best optimum; when two or more did and they disagree on a site beyond ``VALUE_RTOL`` (variational draws: means
+further apart than q's sd, i.e. beyond their spread), the answer is not unique and that is flagged; restarts stuck
+at worse optima are reported, not flagged (predictions use the best).
 
 Each row has ``status`` ("ok", "certain", "point estimate", or "fail"), ``verdict`` (in words) and ``advice`` (what
 to change, by the site's kind: label switching is mentioned only for sites declared exchangeable).
@@ -319,7 +319,15 @@ def objective_checks(idata) -> list[ObjectiveCheck] | None:
         return None
     n_chain = idata.posterior.sizes["chain"]
     trace = np.asarray(stats["objective"], dtype=np.float64).reshape(n_chain, -1)
-    checks = [objective_check(t) for t in trace]
+    if "temperature" in stats:   # an annealed objective is the method's own only once the temperature is 1
+        temperature = np.asarray(stats["temperature"], dtype=np.float64).reshape(n_chain, -1)
+        if temperature.shape == trace.shape:
+            trace = np.where(np.isclose(temperature, 1.0), trace, np.nan)
+            checks = [objective_check(t[np.argmax(~np.isnan(t)):] if np.isfinite(t).any() else t) for t in trace]
+        else:
+            checks = [objective_check(t) for t in trace]
+    else:
+        checks = [objective_check(t) for t in trace]
     if "converged" in stats:   # a method that records its own convergence flag: a stop by it counts as one
         flags = np.asarray(stats["converged"]).reshape(n_chain, -1)[:, 0]
         checks = [c._replace(converged=True, stopped_early=True) if bool(flag) and c.converged is not True else c
@@ -392,7 +400,8 @@ def _mcmc_advice(site: str, kind: str, problems: list[str], exchangeable: bool) 
             advice.append(f"{site} is exchangeable: compare the relabelled draws ({site}_relabelled) for label "
                           f"switching")
     if "ESS" in text:
-        advice.append("more draws (num_samples, or num_samples='auto' to run until the target ESS)")
+        advice.append("more draws (num_samples; the zoo's own samplers also take num_samples='auto', which runs "
+                      "until the target ESS)")
     if "divergent" in text:
         advice.append("raise target_accept_prob or reparameterize")
     return "; ".join(advice)
@@ -485,9 +494,17 @@ def _variational_row(idata, site: str, objective_problem: str, objective_note: s
         r_hat, ess_bulk, _, _ = _ess_rhat(values[use] if len(use) > 1 else values, name)
         row["r_hat_restarts"] = float(np.nanmax(r_hat)) if np.isfinite(r_hat).any() else np.nan
         row["ess_bulk"] = float(np.nanmin(ess_bulk)) if np.isfinite(ess_bulk).any() else np.nan
-        if len(use) > 1 and group and row["r_hat_restarts"] >= RHAT_MAX:
-            disagree = (f"restarts disagree (variational): r-hat {row['r_hat_restarts']:.3f} >= {RHAT_MAX} between "
-                        f"the {len(use)} restarts at the best optimum (different optima of equal ELBO)")
+        if len(use) > 1 and group:
+            # beyond their spread: two restarts' means of an element further apart than q's sd in either
+            flat = values[use].reshape(len(use), draws, -1)
+            means, sds = flat.mean(axis=1), flat.std(axis=1)
+            gap, spread = means.max(0) - means.min(0), sds.max(0)
+            worst = int(np.argmax(gap / np.maximum(spread, 1e-300)))
+            if gap[worst] > spread[worst]:
+                disagree = (f"restarts disagree (variational): the {len(use)} restarts at the best optimum put the "
+                            f"mean of {_element_names(site, values.shape[2:])[worst]} {gap[worst]:.3g} apart, beyond "
+                            f"q's sd {spread[worst]:.3g} (r-hat between them {row['r_hat_restarts']:.3f}): "
+                            f"different optima of equal ELBO")
     if disagree:
         advice.append("the optimum is not unique: more restarts (num_chains), or a posterior method (MCMC)")
     if point:

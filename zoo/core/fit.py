@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from zoo.core import convergence
-from zoo.core.idata import az, final_objectives, without_shape_log
+from zoo.core.idata import az, final_objectives, with_point_estimates, without_shape_log
 from zoo.core.persist import save_fit
 
 __all__ = ["Fit"]
@@ -55,15 +55,16 @@ class Fit:
         said in words), the acceptance of the site's own moves and its switch rate; mixture-like sites on their
         relabelled draws when the fit has them. Optimisers and variational methods: converged by their objective
         trace (the criterion is stated in the verdict) and restarts compared (column ``r_hat_restarts`` for draws
-        of q). ``elements=True``: one row per element (ArviZ's numbers, draws only)."""
-        names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
+        of q; a variational method's point estimates are read beside its draws). ``elements=True``: one row per
+        element (ArviZ's numbers, draws only)."""
+        idata = with_point_estimates(self.idata)     # a variational method's point estimates beside the draws of q
+        names = list(var_names or self.headline or list(idata.posterior.data_vars))
         if elements:
             if self.is_point_estimate:
                 raise ValueError(f"diagnose: elements=True needs draws; the {self.method!r} fit holds point "
                                  f"estimates (one per restart): fit.restarts() shows them")
-            return convergence.diagnose_elements(self.idata, names)
-        return convergence.diagnose(self.idata, names, inference=self.inference,
-                                    exchangeable=self._exchangeable())
+            return convergence.diagnose_elements(idata, names)
+        return convergence.diagnose(idata, names, inference=self.inference, exchangeable=self._exchangeable())
 
     def _exchangeable(self) -> list[str]:
         """The sites the model declares exchangeable, as ``zoo.core.finish`` recorded them (none for a user's
@@ -104,6 +105,7 @@ class Fit:
         names = list(var_names or self.headline or list(self.idata.posterior.data_vars))
         if self.is_point_estimate:
             return self._restart_summary(names)
+        idata = with_point_estimates(self.idata)     # a variational method's point estimates beside the draws of q
         one_chain = self.idata.posterior.sizes.get("chain", 0) < 2
         with warnings.catch_warnings(), without_shape_log():
             # constant elements (a certain indicator) and a single chain have no r-hat: ArviZ divides by zero and
@@ -111,18 +113,18 @@ class Fit:
             warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
             if one_chain:
                 warnings.filterwarnings("ignore", message="Degrees of freedom", category=RuntimeWarning)
-            table = az.summary(self.idata, var_names=names, **kwargs)
+            table = az.summary(idata, var_names=names, **kwargs)
         table = table.drop(columns=["r_hat"], errors="ignore") if one_chain else table
         if self.inference == "variational":
-            table = self._variational_summary(table, names)
+            table = self._variational_summary(table, names, idata.posterior)
         table.attrs["inference"] = self.inference
         return table
 
-    def _variational_summary(self, table, names: Sequence[str]):
+    def _variational_summary(self, table, names: Sequence[str], post):
         """Variational draws: the columns say what they are. mean, sd and HDI are q's (restarts pooled), MCSE is the
         Monte Carlo error of the draws, r-hat compares restarts (``r_hat_restarts``); ESS and MCSE are blanked for
-        the sites the method point-estimates (the same in every draw of a restart)."""
-        post = self.idata.posterior
+        the sites the method point-estimates (the same in every draw of a restart; ``post``: the posterior with
+        them, ``zoo.core.idata.with_point_estimates``)."""
         for name in names:
             values = np.asarray(post[name])
             flat = values.reshape(values.shape[:2] + (-1,))

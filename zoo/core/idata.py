@@ -11,7 +11,11 @@ instance) and the per-unit quantities derived from the draws (label probabilitie
 ``az.summary`` would list one row each and ``az.plot_trace`` one panel each. ArviZ reads it when asked:
 ``az.summary(idata, group="unit_posterior")``, ``az.plot_forest(idata.unit_posterior)``. Each model declares its
 unit sites and the dims of every site (``zoo.core.registry.register_model``); ``conform_layout`` moves and names
-them, the same for every method, and ``zoo.load_fit`` applies it to files written before (format 2 and earlier). Optimizers (MAP-EM, variational EM) store one "draw" per chain, several chains being several
+them, the same for every method, and ``zoo.load_fit`` applies it to files written before (format 2 and earlier).
+A variational method's point-estimated sites go beside q's parameters (``VARIATIONAL_PARAMETERS``, one value per
+restart), since they are not draws of q.
+
+Optimizers (MAP-EM, variational EM) store one "draw" per chain, several chains being several
 restarts, so ``az.summary`` shows the spread between restarts; their objective trace goes to ``sample_stats``
 as ``objective`` with shape (chain, 1, iteration).
 """
@@ -30,7 +34,8 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="\\s*ArviZ is undergoing a major refactor", category=FutureWarning)
     import arviz as az
 
-__all__ = ["az", "to_inference_data", "UNIT_POSTERIOR", "conform_layout", "draws_of", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood",
+__all__ = ["az", "to_inference_data", "UNIT_POSTERIOR", "conform_layout", "draws_of", "with_point_estimates",
+           "POINT_ESTIMATE_NOTE", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood",
            "VARIATIONAL_PARAMETERS", "add_variational_parameters", "final_objectives", "without_shape_log"]
 
 #: Where a point-estimate fit keeps its pointwise log likelihood (at each restart's estimate): not in
@@ -205,6 +210,60 @@ def _relaid(dataset, names, site_dims, coords, group):
                           attrs=dataset.attrs)
 
 
+#: the attribute a variational runner sets on a site it point-estimates (``attrs["q"]``)
+POINT_ESTIMATE_NOTE = "point estimate of the method: the same in every draw of a restart"
+
+
+def _is_point_estimate(post, name: str) -> bool:
+    base = _base_site(name)   # a relabelled copy follows its site
+    note = str(post[name].attrs.get("q", "")) or (str(post[base].attrs.get("q", "")) if base in post else "")
+    if "point estimate" not in note or post.sizes.get("draw", 0) < 2:
+        return False
+    values = np.asarray(post[name].values)
+    return bool(np.all(values == values[:, :1]))
+
+
+def _set_aside_point_estimates(idata: az.InferenceData) -> None:
+    """A variational method's point-estimated sites (``attrs["q"]`` says so, and each is the same in every draw of
+    a restart) and their relabelled copies, moved from ``posterior`` to ``VARIATIONAL_PARAMETERS`` with one value
+    per restart (chain): they are not draws of q, and ArviZ's r-hat on a site that never moves within a chain
+    divides by zero. ``Fit.summary`` and ``Fit.diagnose`` still show them (``with_point_estimates``)."""
+    import xarray as xr
+
+    if "posterior" not in idata.groups():
+        return
+    post = idata.posterior
+    moving = [k for k in post.data_vars if _is_point_estimate(post, k)]
+    if not moving:
+        return
+    fixed = xr.Dataset({k: post[k].isel(draw=0, drop=True).assign_attrs(q=POINT_ESTIMATE_NOTE) for k in moving})
+    idata.posterior = post[[k for k in post.data_vars if k not in moving]]
+    if VARIATIONAL_PARAMETERS in idata.groups():
+        setattr(idata, VARIATIONAL_PARAMETERS, idata[VARIATIONAL_PARAMETERS].merge(fixed, compat="override"))
+    else:
+        with warnings.catch_warnings():  # ArviZ notes that the group is not one of its standard ones
+            warnings.simplefilter("ignore", UserWarning)
+            idata.add_groups({VARIATIONAL_PARAMETERS: fixed})
+
+
+def with_point_estimates(idata: az.InferenceData) -> az.InferenceData:
+    """A view of ``idata`` whose posterior also holds a variational method's point-estimated sites, repeated over
+    the draws (``_set_aside_point_estimates`` reversed, without copying): what ``Fit.summary`` tabulates beside
+    the draws of q. ``idata`` itself when there are none."""
+    params = idata[VARIATIONAL_PARAMETERS] if VARIATIONAL_PARAMETERS in idata.groups() else None
+    names = [k for k in (params.data_vars if params is not None else ())
+             if "point estimate" in str(params[k].attrs.get("q", ""))]
+    if not names:
+        return idata
+    post = idata.posterior
+    extra = {k: params[k].expand_dims(draw=post["draw"].values, axis=1) for k in names}
+    groups = {"posterior": post.assign(extra)}
+    for group in ("sample_stats", "log_likelihood"):
+        if group in idata.groups():
+            groups[group] = idata[group]
+    return az.InferenceData(**groups)
+
+
 def conform_layout(idata: az.InferenceData, *, unit_sites: Sequence[str] = (),
                    site_dims: Mapping[str, Sequence[str]] | None = None,
                    coords: Mapping[str, Sequence] | None = None) -> az.InferenceData:
@@ -215,6 +274,7 @@ def conform_layout(idata: az.InferenceData, *, unit_sites: Sequence[str] = (),
     the length matches). The same for every method, so the same site has the same dims whatever made it."""
     site_dims, coords, units = dict(site_dims or {}), dict(coords or {}), set(unit_sites)
     site_dims.setdefault("objective", ["iteration"])   # an optimizer's trace (chain, 1, iteration)
+    _set_aside_point_estimates(idata)
     groups = list(idata.groups())
     if "posterior" in groups:
         post = idata.posterior
@@ -233,7 +293,7 @@ def conform_layout(idata: az.InferenceData, *, unit_sites: Sequence[str] = (),
                     warnings.simplefilter("ignore", UserWarning)
                     idata.add_groups({UNIT_POSTERIOR: moved})
     for group in idata.groups():
-        if group not in _DRAW_GROUPS + ("sample_stats", "observed_data"):
+        if group not in _DRAW_GROUPS + ("sample_stats", "observed_data", VARIATIONAL_PARAMETERS):
             continue
         dataset = idata[group]
         setattr(idata, group, _relaid(dataset, list(dataset.data_vars), site_dims, coords, group))

@@ -5,15 +5,10 @@
 - ``repr(prediction)``: one line of names, dtypes and shapes, never the arrays themselves;
 - each array is also an attribute of the same name (``prediction.word_proba``).
 
-| prediction | models | arrays (shapes) | ``labels()`` |
-| --- | --- | --- | --- |
-| ``MixturePrediction`` | carbonetto03.shrinkage_mixture | component_proba (N, C) | (N,) most probable component |
-| ``TranslationPrediction`` | carbonetto03.translation | word_proba (R, W) | (R,) most probable word (index into the vocabulary) |
-| ``RegionLabelPrediction`` | gustafson07.full, .fs, .cvfs | label_proba (R, K+1), feature_relevance (K, p), concepts (K+1,), annotated (R,) | (R,) most probable concept (0 = garbage) |
-| ``MILPrediction`` | kueck04.* | instance_proba (M,), bag_proba (B,) | (M,) instance labels, ``instance_proba > threshold`` (0.5) |
-| ``MCVQPrediction`` | ross03.mcvq, _supervised, _clustered | reconstruction (C, D), state_proba (C, K, J), vq_ownership (D, K), log_likelihood (C,), class_proba / cluster_proba (C, N) | (C,) most probable class (supervised) or cluster (clustered); the plain MCVQ has none |
-| ``TopicPrediction`` | yakhnenko.mom_lda, .mom_hdp | caption_word_proba (I, W), topic_proba (I, K), word_proba (R, W), region_label (R,) | (R,) region labels (data with regions) |
-| generic methods' predictions | models with nuts / svi / map | as the model's own | as the model's own |
+The one table of every prediction class, its models, arrays with shapes and ``labels()`` is in README.md, section
+"Predictions" (tests/test_doc_examples.py checks that it names every subclass): ``MixturePrediction``,
+``TranslationPrediction`` (carbonetto03), ``RegionLabelPrediction`` (gustafson07), ``MILPrediction`` (kueck04),
+``MCVQPrediction`` (ross03), ``TopicPrediction`` (yakhnenko); the generic methods predict with the model's own.
 """
 from __future__ import annotations
 

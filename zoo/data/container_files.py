@@ -19,7 +19,8 @@ import pathlib
 
 import numpy as np
 
-__all__ = ["save_container", "load_container", "read_data_file", "CONTAINER_FORMAT", "DATA_SUFFIXES"]
+__all__ = ["save_container", "load_container", "read_data_file", "to_container", "CONTAINER_FORMAT",
+           "DATA_SUFFIXES"]
 
 #: Version of the ``meta`` record; a newer one is refused with a message naming it.
 CONTAINER_FORMAT = 1
@@ -138,3 +139,39 @@ def read_data_file(path: str | os.PathLike):
         raise ValueError(f"{path}: an .npz archive of {len(arrays)} arrays ({', '.join(arrays)}) but no zoo 'meta' "
                          f"record: write data files with zoo.data.save_container (or zoo regions)")
     raise ValueError(f"{path}: unknown data file type {path.suffix!r}; the zoo reads {', '.join(DATA_SUFFIXES)}")
+
+
+def to_container(table, kind: str, columns: Mapping[str, str] | None = None):
+    """The container of ``kind`` (a model's data kind: "Bags", "AnnotatedRegions", "Matrix", "MultimodalCounts" or
+    "ndarray" for a feature matrix) from a table; ``columns`` maps roles (``ROLES[kind]``) to column names, list
+    roles (features, columns, words, visual_words) as comma-separated names (words: also a prefix ending in '*')."""
+    from zoo.data.tables import ROLES
+    columns = dict(columns or {})
+    if kind not in ROLES:
+        raise ValueError(f"data: a table cannot make a {kind} (tables make {', '.join(ROLES)})")
+    unknown = [r for r in columns if r not in ROLES[kind]]
+    if unknown:
+        raise ValueError(f"--column: {unknown[0]!r} is not a column role of {kind}; roles: {', '.join(ROLES[kind])}")
+
+    def listed(role):
+        if role not in columns:
+            return None
+        text = columns.pop(role)
+        return text[:-1] if text.endswith("*") else [c.strip() for c in text.split(",") if c.strip()]
+
+    from zoo.data.tables import _feature_matrix, read_table
+    classes = _classes()
+    t = read_table(table)
+    if kind == "Bags":
+        return classes[kind].from_table(t, features=listed("features"), **columns)
+    if kind == "AnnotatedRegions":
+        return classes[kind].from_table(t, features=listed("features"), **columns)
+    if kind == "Matrix":
+        return classes[kind].from_table(t, columns=listed("columns"))
+    if kind == "MultimodalCounts":
+        words, visual = listed("words"), listed("visual_words")
+        if words is None or visual is None:
+            raise ValueError("--column: a count table needs words=... and visual_words=... (column names separated "
+                             "by commas, or a prefix ending in '*')")
+        return classes[kind].from_table(t, words=words, visual_words=visual, **columns)
+    return _feature_matrix(t, listed("features"), set())

@@ -161,9 +161,9 @@ class Bags:
         ...                 bag="molecule", label="label")
         Bags(instances=3, features=1, bags=2, given=bag_labels)
         """
-        from zoo.data.tables import bags_from_table
-        return bags_from_table(table, bag=bag, label=label, group=group, fraction=fraction,
-                               instance_label=instance_label, features=features)
+        from zoo.data.tables import bag_fields
+        return cls(**bag_fields(table, bag=bag, label=label, group=group, fraction=fraction,
+                                instance_label=instance_label, features=features))
 
     @classmethod
     def from_labels(cls, X, labels, *, bag_labels=None, group_labels=None, fractions=None, instance_labels=None):
@@ -267,9 +267,9 @@ class AnnotatedRegions:
         ...                              "r": [0.1, 0.5, 0.2], "g": [0.3, 0.2, 0.9]}, image="photo", keywords="words")
         AnnotatedRegions(regions=3, features=2, images=2, words=3)
         """
-        from zoo.data.tables import regions_from_table
-        return regions_from_table(table, image=image, keywords=keywords, region_label=region_label,
-                                  features=features, vocabulary=vocabulary, allow_unannotated=allow_unannotated)
+        from zoo.data.tables import region_fields
+        return cls(**region_fields(table, image=image, keywords=keywords, region_label=region_label,
+                                   features=features, vocabulary=vocabulary, allow_unannotated=allow_unannotated))
 
     @property
     def n_images(self) -> int:
@@ -346,8 +346,8 @@ class MultimodalCounts:
         ...                              "v_1": [0, 4]}, words="w_", visual_words="v_", image="img")
         MultimodalCounts(images=2, words=2, visual_words=2)
         """
-        from zoo.data.tables import counts_from_table
-        return counts_from_table(table, words=words, visual_words=visual_words, image=image)
+        from zoo.data.tables import count_fields
+        return cls(**count_fields(table, words=words, visual_words=visual_words, image=image))
 
     def __repr__(self) -> str:
         return _summary("MultimodalCounts", images=self.words.shape[0], words=self.words.shape[1],
@@ -408,8 +408,8 @@ class Matrix:
         >>> Matrix.from_table({"a": [1.0, None], "b": [2.0, 3.0]})
         Matrix(rows=2, columns=2, observed=75.0%)
         """
-        from zoo.data.tables import matrix_from_table
-        return matrix_from_table(table, columns=columns)
+        from zoo.data.tables import matrix_fields
+        return cls(**matrix_fields(table, columns=columns))
 
     def __repr__(self) -> str:
         return _summary("Matrix", rows=self.values.shape[0], columns=self.values.shape[1],

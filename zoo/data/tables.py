@@ -4,22 +4,23 @@
 cell is NaN), any column with a non-number as strings. pandas is optional: a DataFrame is read through its
 columns, and CSV files are read with the standard library's ``csv`` module, so none of this needs pandas.
 
-Builders (also the containers' ``from_table`` class methods), each naming its columns by keyword:
+The containers' ``from_table`` class methods (``Bags.from_table(t, ...)`` etc.) take these keywords; the functions
+here return the container's fields (this module imports no container, so that the containers can use it):
 
-- ``bags_from_table(t, bag="bag", label=None, group=None, fraction=None, instance_label=None, features=None)``:
+- ``bag_fields(t, bag="bag", label=None, group=None, fraction=None, instance_label=None, features=None)``:
   one row per instance; bag ids of any kind (strings, large integers) numbered in order of first appearance and
   kept in ``Bags.bag_names``; a bag-level column (label, group, fraction) must hold one value per bag.
-- ``regions_from_table(t, image="image", keywords="keywords", region_label=None, features=None,
+- ``region_fields(t, image="image", keywords="keywords", region_label=None, features=None,
   vocabulary=None)``: one row per region; the keywords cell lists the image's words (separated by spaces, commas
   or semicolons), the same on every row of an image (blank cells are allowed besides one filled one); image ids
   of any kind, kept in ``AnnotatedRegions.image_names``.
-- ``matrix_from_table(t, columns=None)``: the numeric columns (default: all); empty cells are missing entries.
-- ``counts_from_table(t, words, visual_words, image=None)``: one row per image; ``words`` and ``visual_words`` are
+- ``matrix_fields(t, columns=None)``: the numeric columns (default: all); empty cells are missing entries.
+- ``count_fields(t, words, visual_words, image=None)``: one row per image; ``words`` and ``visual_words`` are
   lists of column names or a prefix (``"w_"``: every column whose name starts with it).
 
 ``features=None`` means every numeric column not named in another role; a text column left over is a ValueError
-naming it (nothing is silently dropped). ``to_container(table, kind, columns)`` builds the container a model's
-``data_kind`` names (what ``zoo fit --data file.csv --column ROLE=NAME`` calls).
+naming it (nothing is silently dropped). ``zoo.data.container_files.to_container(table, kind, columns)`` builds
+the container a model's ``data_kind`` names (what ``zoo fit --data file.csv --column ROLE=NAME`` calls).
 """
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Table", "read_table", "has_header", "bags_from_table", "regions_from_table", "matrix_from_table",
-           "counts_from_table", "to_container", "ROLES"]
+__all__ = ["Table", "read_table", "has_header", "bag_fields", "region_fields", "matrix_fields", "count_fields",
+           "ROLES"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,10 +213,9 @@ def _label_values(values: list, role: str, column: str, kind: type = int) -> lis
     return out
 
 
-def bags_from_table(table, *, bag: str = "bag", label: str | None = None, group: str | None = None,
+def bag_fields(table, *, bag: str = "bag", label: str | None = None, group: str | None = None,
                     fraction: str | None = None, instance_label: str | None = None, features=None):
-    """``Bags`` from one row per instance (see the module doc); ``bag_names`` holds the table's bag ids."""
-    from zoo.data.containers import Bags
+    """The fields of ``Bags`` from one row per instance (see the module doc); ``bag_names``: the table's bag ids."""
     t = read_table(table)
     ids_col = t.column(bag, "bag")
     _check_ids(ids_col, "bag", bag)
@@ -231,7 +231,7 @@ def bags_from_table(table, *, bag: str = "bag", label: str | None = None, group:
     inst = None
     if instance_label is not None:
         inst = _label_values(list(t.column(instance_label, "instance_label")), "instance_label", instance_label)
-    return Bags(X=X, bag_ids=ids, bag_labels=per_bag.get("label"), group_labels=per_bag.get("group"),
+    return dict(X=X, bag_ids=ids, bag_labels=per_bag.get("label"), group_labels=per_bag.get("group"),
                 fractions=per_bag.get("fraction"), instance_labels=inst, bag_names=[str(n) for n in names])
 
 
@@ -244,10 +244,9 @@ def _words(cell) -> tuple[str, ...]:
     return tuple(w for w in _WORD_SPLIT.split(str(cell).strip()) if w)
 
 
-def regions_from_table(table, *, image: str = "image", keywords: str = "keywords", region_label: str | None = None,
+def region_fields(table, *, image: str = "image", keywords: str = "keywords", region_label: str | None = None,
                        features=None, vocabulary: Sequence[str] | None = None, allow_unannotated: bool = False):
-    """``AnnotatedRegions`` from one row per region (see the module doc); ``image_names`` holds the image ids."""
-    from zoo.data.containers import AnnotatedRegions
+    """The fields of ``AnnotatedRegions`` from one row per region (see the module doc); ``image_names``: the ids."""
     t = read_table(table)
     ids_col = t.column(image, "image")
     _check_ids(ids_col, "image", image)
@@ -281,16 +280,14 @@ def regions_from_table(table, *, image: str = "image", keywords: str = "keywords
             if word and word[0] not in index:
                 raise ValueError(f"region_label: row {row + 1} names {word[0]!r}, not in the vocabulary")
             labels.append(index[word[0]] if word else -1)
-    return AnnotatedRegions(X=X, image_ids=ids, keywords=kw, vocabulary=vocab, region_labels=labels,
-                            allow_unannotated=allow_unannotated, image_names=[str(n) for n in names])
+    return dict(X=X, image_ids=ids, keywords=kw, vocabulary=vocab, region_labels=labels,
+                allow_unannotated=allow_unannotated, image_names=[str(n) for n in names])
 
 
-def matrix_from_table(table, *, columns: Sequence[str] | None = None):
-    """``Matrix`` of the numeric ``columns`` (default: every column, all must be numeric); empty cells missing."""
-    from zoo.data.containers import Matrix
+def matrix_fields(table, *, columns: Sequence[str] | None = None):
+    """The fields of ``Matrix``: the numeric ``columns`` (default: every column, all numeric); empty cells missing."""
     t = read_table(table)
-    X = _feature_matrix(t, None if columns is None else list(columns), set())
-    return Matrix(values=X)
+    return dict(values=_feature_matrix(t, None if columns is None else list(columns), set()))
 
 
 def _columns_named(t: Table, spec, role: str) -> list[str]:
@@ -305,10 +302,9 @@ def _columns_named(t: Table, spec, role: str) -> list[str]:
     return names
 
 
-def counts_from_table(table, *, words, visual_words, image: str | None = None):
-    """``MultimodalCounts`` from one row per image: caption-word count columns and visual-word count columns
-    (lists of names, or a name prefix); the column names become the vocabularies."""
-    from zoo.data.containers import MultimodalCounts
+def count_fields(table, *, words, visual_words, image: str | None = None):
+    """The fields of ``MultimodalCounts`` from one row per image: caption-word and visual-word count columns (lists
+    of names, or a name prefix); the column names become the vocabularies."""
     t = read_table(table)
     w = _columns_named(t, words, "words")
     v = _columns_named(t, visual_words, "visual_words")
@@ -323,9 +319,8 @@ def counts_from_table(table, *, words, visual_words, image: str | None = None):
     for n in w + v:
         if not t.numeric(n):
             raise ValueError(f"{'words' if n in w else 'visual_words'}: column {n!r} holds text, not counts")
-    return MultimodalCounts(words=np.column_stack([t.column(n) for n in w]),
-                            visual_words=np.column_stack([t.column(n) for n in v]),
-                            word_vocabulary=w, visual_vocabulary=v)
+    return dict(words=np.column_stack([t.column(n) for n in w]),
+                visual_words=np.column_stack([t.column(n) for n in v]), word_vocabulary=w, visual_vocabulary=v)
 
 
 #: The column roles of each container, as ``to_container`` and ``zoo fit --column ROLE=NAME`` take them.
@@ -336,36 +331,3 @@ ROLES = {
     "MultimodalCounts": ("words", "visual_words", "image"),
     "ndarray": ("features",),
 }
-
-
-def to_container(table, kind: str, columns: Mapping[str, str] | None = None):
-    """The container of ``kind`` (a model's data kind: "Bags", "AnnotatedRegions", "Matrix", "MultimodalCounts" or
-    "ndarray" for a feature matrix) from a table; ``columns`` maps roles (``ROLES[kind]``) to column names, list
-    roles (features, columns, words, visual_words) as comma-separated names (words: also a prefix ending in '*')."""
-    columns = dict(columns or {})
-    if kind not in ROLES:
-        raise ValueError(f"data: a table cannot make a {kind} (tables make {', '.join(ROLES)})")
-    unknown = [r for r in columns if r not in ROLES[kind]]
-    if unknown:
-        raise ValueError(f"--column: {unknown[0]!r} is not a column role of {kind}; roles: {', '.join(ROLES[kind])}")
-
-    def listed(role):
-        if role not in columns:
-            return None
-        text = columns.pop(role)
-        return text[:-1] if text.endswith("*") else [c.strip() for c in text.split(",") if c.strip()]
-
-    t = read_table(table)
-    if kind == "Bags":
-        return bags_from_table(t, features=listed("features"), **columns)
-    if kind == "AnnotatedRegions":
-        return regions_from_table(t, features=listed("features"), **columns)
-    if kind == "Matrix":
-        return matrix_from_table(t, columns=listed("columns"))
-    if kind == "MultimodalCounts":
-        words, visual = listed("words"), listed("visual_words")
-        if words is None or visual is None:
-            raise ValueError("--column: a count table needs words=... and visual_words=... (column names separated "
-                             "by commas, or a prefix ending in '*')")
-        return counts_from_table(t, words=words, visual_words=visual, **columns)
-    return _feature_matrix(t, listed("features"), set())

@@ -4,7 +4,7 @@
 >>> from zoo.diagnostics.check_sampler import format_table, plot_error_vs_cost
 >>> ref = zoo.reference("gustafson07.fs", "bench_tiny")
 >>> samplers = ["collapsed_gibbs"]       # also "NumPyro DiscreteHMCGibbs(NUTS)", your own (see below)
->>> table = zoo.check_sampler(ref, samplers, draws=(100,), chains=2, warmup=50)    # real budgets: (250, 1000, 4000)
+>>> table = zoo.check_sampler(ref, samplers, draws=(100,), chains=2, warmup=50)   # real: (250, 1000, 4000)
 >>> len(table)                           # one score per (sampler, budget)
 1
 >>> print(format_table(table))           # doctest: +ELLIPSIS

@@ -48,11 +48,12 @@ def simulate_program(program, kwargs: dict, key) -> dict:
 
 def fit_draws(fit, names, n_draws: int, chain: int | None = None) -> dict:
     """{name: (L, ...)} draws of ``fit.posterior`` (chains x draws flattened, or one ``chain``), L = ``n_draws``
-    evenly spaced ones, or all when there are fewer."""
-    post = fit.idata.posterior
+    evenly spaced ones, or all when there are fewer; per-unit sites are read from ``unit_posterior``."""
+    from zoo.core.idata import draws_of
+
     out = {}
     for name in names:
-        v = np.asarray(post[name].values)
+        v = np.asarray(draws_of(fit.idata, name).values)
         v = v[chain] if chain is not None else v.reshape((-1,) + v.shape[2:])
         if v.shape[0] > n_draws:
             v = v[np.linspace(0, v.shape[0] - 1, n_draws).round().astype(int)]

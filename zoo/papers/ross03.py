@@ -41,7 +41,7 @@ from zoo.core.prediction import Prediction
 from zoo.core.priors import dirichlet_concentration
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
-from zoo.core.idata import add_variational_parameters, to_inference_data
+from zoo.core.idata import POINT_ESTIMATE_NOTE, add_variational_parameters, to_inference_data
 
 __all__ = ["MCVQPrediction", "MCVQFitState", "predict", "as_matrix", "classify_monte_carlo"]
 
@@ -277,7 +277,7 @@ def _to_fit(spec, data, state: MCVQFitState, X, M, trace, temps, seed: int, num_
                "note": "chain = restart; draw = an independent draw of that restart's q over r, s (and y); mu, "
                        "sigma, a, b, beta are point estimates, the same in every draw of a restart"})
     for name in fixed:
-        idata.posterior[name].attrs["q"] = "point estimate of the method: the same in every draw of a restart"
+        idata.posterior[name].attrs["q"] = POINT_ESTIMATE_NOTE     # moved beside q's parameters by zoo.core.finish
     weights = np.asarray(jnp.einsum("xcn,xcnkj->xckj", post.z, post.m))
     qparams = {"g": (("chain", "dim", "vq"), np.asarray(post.g)),
                "state_proba": (("chain", "case", "vq", "state"), weights)}

@@ -35,7 +35,7 @@ from zoo.core.priors import any_family, dirichlet_concentration
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
 from zoo.core.fit import Fit
-from zoo.core.idata import add_variational_parameters, to_inference_data
+from zoo.core.idata import POINT_ESTIMATE_NOTE, add_variational_parameters, to_inference_data
 
 __all__ = ["TopicPrediction", "TopicFitState", "check_counts", "caption_accuracy", "region_accuracy",
            "region_caption_accuracy",
@@ -192,10 +192,12 @@ def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int):
     return {k: np.stack(v) for k, v in out.items()}
 
 
-def _make_fit(spec, data, method, state_topic, prior_conc, trace, seed, num_draws, beta=None):
+def _make_fit(spec, data, method, state_topic, prior_conc, trace, seed, num_draws, beta=None, tol=None):
     """The fit: ``posterior`` holds S = ``num_draws`` draws of each restart's fitted q (``_variational_draws``;
     chain = restart); q's parameters per restart (gamma, lambda_w, lambda_b) go to the ``variational_parameters``
-    group; beta (HDP) is a point estimate of the method (the same in every draw of a restart)."""
+    group; beta (HDP) is a point estimate of the method (the same in every draw of a restart). ``tol``: the loop's
+    tolerance; each restart's ``converged`` stat says whether its last step changed the ELBO by at most ``tol``
+    (relative), the loop's own stopping rule (``zoo.core.convergence`` reads it)."""
     gamma = np.asarray(state_topic.gamma)                                 # (C, I, K)
     lam_w, lam_b = (np.asarray(x) for x in state_topic.lambdas)           # (C, K, W), (C, K, V)
     usage = np.asarray(state_topic.stats.doc_topic).sum(axis=1)           # (C, K) expected tokens per factor
@@ -215,17 +217,20 @@ def _make_fit(spec, data, method, state_topic, prior_conc, trace, seed, num_draw
         coords["word"] = list(data.word_vocabulary)
     if data.visual_vocabulary is not None:
         coords["visual_word"] = list(data.visual_vocabulary)
+    stats = {"objective": trace[:, None, :], "factor_usage": usage[:, None],
+             "n_active_factors": (usage >= 1.0).sum(-1)[:, None]}
+    if tol is not None and trace.shape[-1] >= 2:
+        stats["converged"] = (np.abs(trace[:, -1] - trace[:, -2]) <= tol * np.abs(trace[:, -1]))[:, None]
     idata = to_inference_data(
         posterior,
-        sample_stats={"objective": trace[:, None, :], "factor_usage": usage[:, None],
-                      "n_active_factors": (usage >= 1.0).sum(-1)[:, None]},
+        sample_stats=stats,
         log_likelihood={"words": draws["ll_words"], "visual_words": draws["ll_visual"]},
         observed_data={"words": data.words, "visual_words": data.visual_words},
         dims=dims, coords=coords,
         attrs={"method": method, "model": spec.id,
                "note": "chain = restart; draw = an independent draw of that restart's variational posterior q"})
     if beta is not None:
-        idata.posterior["beta"].attrs["q"] = "point estimate of the method: the same in every draw of a restart"
+        idata.posterior["beta"].attrs["q"] = POINT_ESTIMATE_NOTE   # moved beside q's parameters by zoo.core.finish
     add_variational_parameters(idata, {"gamma": (("chain", "image", "factor"), gamma),
                                        "lambda_w": (("chain", "factor", "word"), lam_w),
                                        "lambda_b": (("chain", "factor", "visual_word"), lam_b)})
@@ -312,7 +317,7 @@ def fit_mom_lda(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
         state, trace = fit_fn(keys, [data.words, data.visual_words], k, alpha, _etas(spec.priors, data),
                               max_iter=int(max_iter), tol=float(tol), local_steps=int(local_steps), chunk=int(chunk),
                               seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
-    return _make_fit(spec, data, "mean_field_vi", state, np.asarray(alpha), trace, seed, num_draws)
+    return _make_fit(spec, data, "mean_field_vi", state, np.asarray(alpha), trace, seed, num_draws, tol=float(tol))
 
 
 @register_method("yakhnenko.mom_hdp", "stick_breaking_vi", kind="variational")
@@ -354,7 +359,8 @@ def fit_mom_hdp(spec, data, seed=0, num_chains=2, max_iter=300, tol=1e-6, local_
             local_steps=int(local_steps), beta_steps=int(beta_steps), beta_learning_rate=float(beta_learning_rate),
             chunk=int(chunk), seed_docs_per_factor=int(seed_docs_per_factor), progress=progress)
     beta = np.asarray(jax.vmap(sbvi.stick_weights)(state.stick_logits))
-    return _make_fit(spec, data, "stick_breaking_vi", state.topic, alpha_pi * beta, trace, seed, num_draws, beta=beta)
+    return _make_fit(spec, data, "stick_breaking_vi", state.topic, alpha_pi * beta, trace, seed, num_draws, beta=beta,
+                     tol=float(tol))
 
 
 def _stick_mean(stick_prior, initial_sticks) -> float:

@@ -36,7 +36,7 @@ from zoo.core.priors import dirichlet_concentration
 from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method
 from zoo.core.fit import Fit
-from zoo.core.idata import to_inference_data
+from zoo.core.idata import POINT_ESTIMATE_NOTE, to_inference_data
 
 __all__ = ["fit_stochastic_vi", "check_svi_options", "SVIRun", "run_stochastic_vi", "split_tokens",
            "completion_perplexity"]
@@ -221,6 +221,8 @@ def _global_fit(spec, corpus, run: SVIRun, prior_conc, trace, seed, num_draws, b
         attrs={"method": "stochastic_vi", "model": spec.id,
                "note": "chain = restart; draw = a draw of that restart's global q (corpus read from disk: no "
                        "per-image q, no pointwise log likelihood)"})
+    if beta is not None:
+        idata.posterior["beta"].attrs["q"] = POINT_ESTIMATE_NOTE   # moved beside q's parameters by zoo.core.finish
     best = int(np.argmax(trace[:, -1]))
     state = yh.TopicFitState(lambda_w=lam_w[best], lambda_b=lam_b[best], gamma=np.zeros((0, n_factor)),
                              prior_concentration=np.asarray(prior_conc[best] if np.ndim(prior_conc) == 2
