@@ -231,7 +231,9 @@ def test_claims_verdicts_come_from_the_numbers():
     far = Claim("accuracy 90", "Accuracy", {"ours": 0.81}, paper={"ours": 0.9}, tolerance=0.02)
     assert far.verdict().startswith("differs: gap over 0.0200: ours -0.09")
     stuck = Claim("x", "T", {"a": Unconverged(0.5), "b": 0.1}, order=["a", "b"])
-    assert "unconverged" in stuck.verdict()
+    assert stuck.verdict() == "not settled: agrees, but from unconverged chains" and not stuck.agrees()
+    wrong = Claim("x", "T", {"a": Unconverged(0.5), "b": 0.9}, order=["a", "b"])
+    assert wrong.verdict() == "differs: ordering: paper a > b, zoo b > a; from unconverged chains"
 
 
 def test_claims_table_is_read_against_the_numbers_it_quotes(tmp_path):

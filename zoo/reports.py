@@ -87,9 +87,11 @@ class Claim:
             if over:
                 problems.append("gap over " + format_number(float(self.tolerance)) + ": "
                                 + ", ".join(f"{k} {g:+.3g}" for k, g in over.items()))
-        if any(isinstance(v, Unconverged) for v in self.zoo.values()):
-            problems.append("from unconverged chains")
-        return "agrees" if not problems else "differs: " + "; ".join(problems)
+        unconverged = any(isinstance(v, Unconverged) for v in self.zoo.values())
+        if not problems:
+            # the numbers agree but some come from chains that failed their checks: not settled either way
+            return "not settled: agrees, but from unconverged chains" if unconverged else "agrees"
+        return "differs: " + "; ".join(problems) + ("; from unconverged chains" if unconverged else "")
 
     def agrees(self) -> bool:
         return self.verdict() == "agrees"
