@@ -116,6 +116,8 @@ def test_kueck04_auto_reaches_its_target_or_stops_at_its_budget_under_a_watchdog
     reached = next(line for line in out.stdout.splitlines() if line.startswith("REACHED"))
     assert "reached ESS 40" in reached and int(reached.split()[1]) % 250 == 0
     short = next(line for line in out.stdout.splitlines() if line.startswith("SHORT"))
-    assert int(short.split()[1]) == 250                    # one check's worth of draws, then the budget
+    # whole checks' worth of draws (250 sweeps each), stopping at the first check past the budget: how many fit in
+    # 0.5 s depends on the machine (once compiled, a check of this small problem can take well under 0.5 s)
+    assert int(short.split()[1]) % 250 == 0 and int(short.split()[1]) >= 250
     assert "'delta2'" in short or "'n_active'" in short
     assert "stopped at the time budget (0.5 s)" in short

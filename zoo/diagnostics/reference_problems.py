@@ -51,12 +51,16 @@ def _label_quantities(data, variant: str) -> Callable:
     n_concepts = len(data.vocabulary) + 1
 
     def quantities(draws: Mapping[str, np.ndarray]) -> dict:
+        # M in either layout: the kernel's state (chain, draw, K+1, p), garbage row first, or zoo.fit's and
+        # zoo.kernel's sites (chain, draw, p) for FS and (chain, draw, K, p) for CVFS (keyword k in row k - 1)
         M = np.asarray(draws["M"], float)
         out = {}
         if variant == "fs":
-            out.update({f"Pr(M_{j + 1} = 1)": M[:, :, 0, j] for j in range(M.shape[-1])})
+            shared = M[:, :, 0, :] if M.ndim == 4 else M
+            out.update({f"Pr(M_{j + 1} = 1)": shared[:, :, j] for j in range(M.shape[-1])})
         else:
-            out.update({f"Pr(M_{k},{j + 1} = 1)": M[:, :, k, j] for k in range(1, M.shape[2])
+            rows = M[:, :, 1:, :] if M.shape[2] == n_concepts else M
+            out.update({f"Pr(M_{k},{j + 1} = 1)": rows[:, :, k - 1, j] for k in range(1, n_concepts)
                         for j in range(M.shape[-1])})
         Y = np.asarray(draws["Y"])
         for u in free:
