@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from zoo.core import workers as _workers
 from zoo import reproduce as reproduce_module
 
 PAPER = '''
@@ -65,10 +66,10 @@ def test_papers_side_by_side_give_the_same_index_and_say_what_failed(fake_papers
 def test_a_worker_is_single_threaded_unless_the_user_said_otherwise(fake_papers, tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    env = reproduce_module._single_threaded_worker_env()
+    env = _workers.single_threaded_env()
     assert env["OMP_NUM_THREADS"] == "1" and "--xla_cpu_multi_thread_eigen=false" in env["XLA_FLAGS"]
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert "OMP_NUM_THREADS" not in reproduce_module._single_threaded_worker_env()
+    assert "OMP_NUM_THREADS" not in _workers.single_threaded_env()
     # the user's thread count reaches the workers; this process's environment is left as it was
     assert reproduce_module.reproduce_papers("all", tmp_path / "reports", fast=False, jobs=2) == 1
     assert "threads=3 fast=False" in (tmp_path / "reports" / "alpha" / "report.md").read_text()

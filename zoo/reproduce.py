@@ -14,8 +14,6 @@ from __future__ import annotations
 import concurrent.futures
 import importlib
 import io
-import multiprocessing
-import os
 import pathlib
 import resource
 import sys
@@ -23,6 +21,7 @@ import time
 import traceback
 import warnings
 
+from zoo.core import workers as _workers
 from zoo.core.convergence import ConvergenceWarning
 from zoo.core.discovery import import_submodules
 from zoo.reports import (PaperReport, Section, Table, format_seconds, run_context, update_manifest,
@@ -156,26 +155,8 @@ def reproduce_papers(paper: str, out_root: pathlib.Path, fast: bool, command: li
 
 # ------------------------------------------------------------------------------------- papers side by side
 def default_jobs(n_papers: int) -> int:
-    """Papers at a time for ``zoo reproduce`` when --jobs is not given: one per core the process may use, at most
-    4 (each worker holds its own JAX runtime and compiled programs, about a GB) and at most ``n_papers``."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 4, n_papers))
-
-
-def _single_threaded_worker_env() -> dict:
-    """The environment variables a worker starts with: one BLAS/OpenMP thread and no Eigen pool in XLA, unless the
-    user set them (then theirs). Set before the workers start, so that JAX and NumPy read them at import."""
-    env = {}
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        if name not in os.environ:
-            env[name] = "1"
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_multi_thread_eigen" not in flags:
-        env["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
-    return env
+    """Papers at a time for ``zoo reproduce`` when --jobs is not given: one per core, at most 4 and ``n_papers``."""
+    return _workers.default_jobs(n_papers)
 
 
 def _longest_first(names: list[str], out_root: pathlib.Path, fast: bool) -> list[str]:
@@ -239,31 +220,20 @@ def _worker_run_paper(name: str, module_name: str, out_root: str, fast: bool) ->
 
 
 def _run_in_workers(modules: dict, out_root: pathlib.Path, fast: bool, jobs: int):
-    """Yield (name, (report, ok, CPU seconds)) as the papers finish, ``jobs`` of them at a time in fresh single-threaded
-    processes (spawned: JAX's runtime does not survive a fork). A worker that dies is reported as that paper's
-    failure; the other papers go on."""
+    """Yield (name, (report, ok, CPU seconds)) as the papers finish, ``jobs`` of them at a time in spawned
+    single-threaded processes (``zoo.core.workers``). A worker that dies is reported as that paper's failure; the
+    other papers go on."""
     order = _longest_first(list(modules), out_root, fast)
     print(f"=== {len(order)} papers, {jobs} at a time in single-threaded worker processes, longest first: "
           f"{', '.join(order)} (each paper's whole console: <out>/<paper>/console.log)", flush=True)
-    saved = {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                                        "XLA_FLAGS")}
-    os.environ.update(_single_threaded_worker_env())
-    try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs,
-                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_worker_run_paper, name, modules[name].__name__, str(out_root), fast): name
-                       for name in order}
-            for future in concurrent.futures.as_completed(futures):
-                name = futures[future]
-                try:
-                    result = future.result()
-                except Exception as error:  # noqa: BLE001 - a worker that died: that paper failed, said so
-                    print(f"zoo reproduce {name}: the worker process failed: {error!r}", file=sys.stderr)
-                    result = (_failure_report(name, error), False, None)
-                yield name, result
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with _workers.spawned_pool(jobs) as pool:
+        futures = {pool.submit(_worker_run_paper, name, modules[name].__name__, str(out_root), fast): name
+                   for name in order}
+        for future in concurrent.futures.as_completed(futures):
+            name = futures[future]
+            try:
+                result = future.result()
+            except Exception as error:  # noqa: BLE001 - a worker that died: that paper failed, said so
+                print(f"zoo reproduce {name}: the worker process failed: {error!r}", file=sys.stderr)
+                result = (_failure_report(name, error), False, None)
+            yield name, result
