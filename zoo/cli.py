@@ -435,6 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--features", default="carbonetto03", help="carbonetto03 | gustafson07 | kueck04")
     p.add_argument("--images", type=int, default=None, help="a seeded random subset of images (default: all)")
     p.add_argument("--model", action="append", default=[], help="a method name, repeatable (default: all)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="MSRC-v2: splits run side by side, each in its own single-threaded process (default: one "
+                        "per core, at most 4; 1: one after the other in this process); the same rows either way")
     p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, .json, .jsonl (rows, resumed) "
                                                          "and .png")
     p.set_defaults(run=lambda args: __import__("zoo.leaderboards.board", fromlist=["cli"]).cli(args))
