@@ -115,7 +115,8 @@ def reproduce_papers(paper: str, out_root: pathlib.Path, fast: bool, command: li
     an interrupted run still has an index). Returns 0, 1 when a reproduction raised, 2 for an unknown paper
     (message on stderr). ``command``: the command line named in the index (default: this process's). ``jobs``:
     papers run at a time, each in a single-threaded worker process (1: one after the other in this process);
-    the reports and the index are the same either way, only the wall time differs."""
+    the same experiments with the same seeds either way (a single-threaded worker may sum in another order than
+    a threaded run, so a number can differ in its last digits)."""
     modules = experiment_modules()
     if paper != "all" and paper not in modules:
         print(f"zoo reproduce: unknown paper {paper!r}; known: {', '.join(modules)}, all", file=sys.stderr)
