@@ -85,6 +85,11 @@ def test_longest_paper_of_the_last_run_starts_first(tmp_path):
     assert reproduce_module._longest_first(["alpha", "beta", "gamma"], tmp_path, fast=True) == ["gamma", "beta",
                                                                                                 "alpha"]
     assert reproduce_module._longest_first(["alpha", "beta"], tmp_path / "none", fast=True) == ["alpha", "beta"]
+    # a first --fast run: the typical stage times order the papers (papers not listed first)
+    assert reproduce_module._longest_first(["carbonetto03", "kueck04", "new", "ross03"], tmp_path / "none",
+                                           fast=True) == ["new", "kueck04", "ross03", "carbonetto03"]
+    # times from this folder's index and typical times side by side
+    assert reproduce_module._longest_first(["carbonetto03", "beta"], tmp_path, fast=True) == ["beta", "carbonetto03"]
 
 
 def test_prefixed_lines_keep_partial_lines_until_they_end():
