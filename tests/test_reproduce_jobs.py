@@ -105,3 +105,35 @@ def test_prefixed_lines_keep_partial_lines_until_they_end():
 def test_default_jobs_stays_within_the_cores_and_the_papers():
     assert reproduce_module.default_jobs(1) == 1
     assert 1 <= reproduce_module.default_jobs(8) <= min(4, os.cpu_count() or 1)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process states from /proc")
+def test_a_worker_ends_when_its_parent_is_gone():
+    """A parent killed alone (a timeout's signal) leaves no worker computing on."""
+    import subprocess
+    import sys
+    import time
+    parent = ("import time, sys\n"
+              "from zoo.core import workers\n"
+              "with workers.spawned_pool(1) as pool:\n"
+              "    pool.submit(time.sleep, 600)\n"
+              "    print(pool._processes and list(pool._processes), flush=True)\n"
+              "    time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().strip(" []\n").split(",")]
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.5)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"       # a zombie has ended
+    except FileNotFoundError:
+        return False
