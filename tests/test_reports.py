@@ -56,6 +56,18 @@ def test_format_number_is_one_rule_for_every_cell():
     assert format_number("0.42 ± 0.03") == "0.42 ± 0.03"
 
 
+def test_format_frame_writes_each_quantity_kind_its_way():
+    import pandas as pd
+    from zoo.reports import format_frame
+    frame = pd.DataFrame({"mean": [0.34123, 11.7251], "ess_bulk": [3.2, 2438.4], "r_hat": [1.0121, float("nan")],
+                          "r_hat_restarts": [1.0, 1.5], "chains": [2, 4], "status": ["fail", "ok"]})
+    shown = format_frame(frame)
+    assert shown["mean"].tolist() == ["0.341", "11.7"] and shown["ess_bulk"].tolist() == ["3", "2438"]
+    assert shown["r_hat"].tolist() == ["1.012", "n/a"] and shown["r_hat_restarts"].tolist() == ["1.000", "1.500"]
+    assert shown["chains"].tolist() == ["2", "4"] and shown["status"].tolist() == ["fail", "ok"]
+    assert frame["mean"].iloc[0] == 0.34123          # a copy: the numbers themselves are left alone
+
+
 def test_markdown_table_layout_and_escaping():
     text = markdown_table(["method", "acc. (|C| = |R|)"], [["a", 0.5], ["b|c", None]])
     assert text.splitlines() == ["| method | acc. (\\|C\\| = \\|R\\|) |", "|---|---|", "| a | 0.500 |",
