@@ -192,10 +192,11 @@ def _cmd_fit(args) -> int:
     data = _load_data(args, registry.get_model(args.model).data_kind)
     fit = zoo.fit(spec, data, method=args.method, seed=args.seed, **fit_opts)
     print(fit)
+    from zoo.reports import format_number   # one number format: three significant figures
     if fit.is_point_estimate:
         print("restarts (point estimates, best first):")
-        print(fit.restarts().to_string())
-    print(fit.summary().to_string())
+        print(fit.restarts().to_string(float_format=format_number))
+    print(fit.summary().to_string(float_format=format_number))
     fit.save(out, overwrite=args.force)
     print(f"fit written to {out} (arviz.from_netcdf reads its InferenceData; zoo.load_fit or `zoo predict` the "
           f"whole fit)")
