@@ -376,6 +376,10 @@ def cli(args) -> int:
         jobs = _split_jobs(args)
         if jobs > 1:
             from zoo.leaderboards.split_workers import run_splits_in_workers
+            # the segmentation and features once, here, before the workers read them from the cache (a first
+            # run segments all MSRC-v2 images: done by every worker at once, it would cost that many times)
+            msrc_pixel_counts(args.segmentation, args.features, args.images)
+            msrc_regions(args.segmentation, args.features, args.images)
             run_splits_in_workers(leaderboard, read_results, options, args.splits, results, jobs)
         # every row the workers finished is read back; whatever they did not finish runs here
         rows = leaderboard(**options, splits=args.splits, results=results)
