@@ -16,6 +16,8 @@ import pathlib
 
 import numpy as np
 
+from zoo.leaderboards.results_io import read_results
+
 __all__ = ["summarize_protocol", "load_results", "merge_identical", "setting_label", "method_label",
            "render_markdown", "which_model_when", "plot_summary", "write_docs", "ACC_METRICS"]
 
@@ -53,10 +55,7 @@ def load_results(folder) -> dict:
     folder = pathlib.Path(folder)
 
     def jsonl(name):
-        path = folder / name
-        if not path.exists():
-            return []
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return read_results(folder / name)
     seeded = json.loads((folder / "leaderboard_seeded.json").read_text())["rows"] \
         if (folder / "leaderboard_seeded.json").exists() else []
     for row in seeded:
