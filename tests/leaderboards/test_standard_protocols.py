@@ -231,3 +231,25 @@ def test_kueck_fold_selection_scores_each_fold_once_and_resumes():
     np.testing.assert_allclose(again[folds == 1], scores[folds == 1])            # same seeds, same fold
     with pytest.raises(ValueError, match="criterion"):
         kueck_fold_selected_scores(data, folds, criterion="aic")
+
+
+def test_document_shows_the_finished_folds_of_an_unfinished_run_apart():
+    from zoo.leaderboards.document import _mil_table, unfinished_runs
+    try:
+        from zoo.data.mil import load_mil_benchmark
+        labels = np.asarray(load_mil_benchmark("musk1").bag_labels)
+    except (FileNotFoundError, OSError):
+        pytest.skip("MIL benchmarks not available")
+    method, chosen = "Kück constraint (hold-out selected)", {"grid_position": 0, "n_widths": 6}
+    rows = [{"data": "musk1", "method": method, "run": 0, "accuracy": 80.0, "n_folds": 10, "chosen": [chosen]}]
+    fold = {"data": "musk1", "method": method, "chosen": chosen}
+    right = [0.9 if labels[b] else 0.1 for b in (0, 1, 2)]
+    folds = [dict(fold, run=0, fold=0, bags=[5], scores=[0.0]),                  # its run finished: not counted
+             dict(fold, run=1, fold=0, bags=[0, 1], scores=right[:2]),
+             dict(fold, run=1, fold=3, bags=[2], scores=[1 - right[2]]),         # wrong
+             dict(fold, run=1, fold=3, bags=[2], scores=[1 - right[2]])]         # the same fold twice: once
+    (row,) = unfinished_runs(rows, folds)
+    assert (row["run"], row["folds_done"], row["runs"]) == (1, 2, 0)
+    assert row["accuracy"][0] == pytest.approx(200 / 3)
+    text = "\n".join(_mil_table([row], []))
+    assert "UNFINISHED: 2 of 10 folds of run 1" in text and "sd over runs" not in text
