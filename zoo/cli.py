@@ -389,8 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reports", help="report folder")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="papers run side by side, each in its own single-threaded process (default for 'all': one "
-                        "per core, at most 4; 1: one after the other in this process). Same reports either way; "
-                        "each paper's console is also kept in OUT/PAPER/console.log")
+                        "per core, at most 4; 1: one after the other in this process). The same experiments and "
+                        "seeds either way; each paper's console is also kept in OUT/PAPER/console.log")
     p.set_defaults(run=_cmd_reproduce)
 
     p = sub.add_parser("bench", parents=[debug], formatter_class=_Formatter,
@@ -438,7 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="append", default=[], help="a method name, repeatable (default: all)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="MSRC-v2: splits run side by side, each in its own single-threaded process (default: one "
-                        "per core, at most 4; 1: one after the other in this process); the same rows either way")
+                        "per core, at most 4; 1: one after the other in this process); the same fits and seeds "
+                        "either way")
     p.add_argument("--out", default="leaderboard", help="folder for leaderboard.md, .json, .jsonl (rows, resumed) "
                                                          "and .png")
     p.set_defaults(run=lambda args: __import__("zoo.leaderboards.board", fromlist=["cli"]).cli(args))

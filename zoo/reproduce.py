@@ -115,7 +115,8 @@ def reproduce_papers(paper: str, out_root: pathlib.Path, fast: bool, command: li
     an interrupted run still has an index). Returns 0, 1 when a reproduction raised, 2 for an unknown paper
     (message on stderr). ``command``: the command line named in the index (default: this process's). ``jobs``:
     papers run at a time, each in a single-threaded worker process (1: one after the other in this process);
-    the reports and the index are the same either way, only the wall time differs."""
+    the same experiments with the same seeds either way (a single-threaded worker may sum in another order than
+    a threaded run, so a number can differ in its last digits)."""
     modules = experiment_modules()
     if paper != "all" and paper not in modules:
         print(f"zoo reproduce: unknown paper {paper!r}; known: {', '.join(modules)}, all", file=sys.stderr)
@@ -159,9 +160,16 @@ def default_jobs(n_papers: int) -> int:
     return _workers.default_jobs(n_papers)
 
 
+#: Seconds of each paper's ``--fast`` stage in the last measured main job (session 2's closing run, 2 cores, under
+#: load): only the order in which a first run (no index.json yet) starts the papers, longest first
+TYPICAL_FAST_SECONDS = {"kueck04": 417, "gustafson07": 311, "yakhnenko": 300, "sbc": 271, "ross03": 155,
+                        "carbonetto03": 92}
+
+
 def _longest_first(names: list[str], out_root: pathlib.Path, fast: bool) -> list[str]:
-    """``names`` ordered by the seconds each took in this folder's last run in the same mode (index.json), longest
-    first, papers never timed first: with a few workers, starting the long papers first ends the run soonest."""
+    """``names`` ordered by the seconds each took in this folder's last run in the same mode (index.json; for
+    --fast without one, ``TYPICAL_FAST_SECONDS``), longest first, papers never timed first: with a few workers,
+    starting the long papers first ends the run soonest."""
     from zoo.reports import read_manifest
     try:
         entries = read_manifest(out_root)
@@ -172,6 +180,8 @@ def _longest_first(names: list[str], out_root: pathlib.Path, fast: bool) -> list
     def last_seconds(name):
         entry = entries.get(name) or {}
         seconds = entry.get("seconds") if entry.get("mode") == mode else None
+        if seconds is None and fast:
+            seconds = TYPICAL_FAST_SECONDS.get(name)
         return float("inf") if seconds is None else float(seconds)
     return sorted(names, key=lambda name: -last_seconds(name))
 

@@ -38,15 +38,29 @@ def default_jobs(n_jobs: int, most: int = 4) -> int:
     return max(1, min(cores, most, n_jobs))
 
 
+def _exit_with(parent_pid: int, every_s: float = 2.0) -> None:
+    """In a worker: a daemon thread that ends this process when ``parent_pid`` is gone (a parent killed by a
+    timeout or a signal to it alone leaves no orphan computing on)."""
+    import threading
+    import time
+
+    def watch():
+        while True:
+            time.sleep(every_s)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 @contextlib.contextmanager
 def spawned_pool(jobs: int):
     """A ``ProcessPoolExecutor`` of ``jobs`` spawned, single-threaded workers (``single_threaded_env`` is set while
-    they start and this process's environment is restored afterwards)."""
+    they start and this process's environment is restored afterwards); a worker ends when this process does."""
     saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update(single_threaded_env())
     try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs,
-                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                    initializer=_exit_with, initargs=(os.getpid(),)) as pool:
             yield pool
     finally:
         for name, value in saved.items():
