@@ -6,7 +6,7 @@ One sweep: {gamma, beta} then {delta2, Z}:
   (Z, beta) -> g (Z, beta)                 ``scale_move`` (marginal augmentation; not in the thesis, exact)
   delta2 | beta, gamma                      ``draw_delta2`` (or ``delta2_metropolis_step`` for other priors)
   (gamma, beta) with Z integrated out      ``jump.jump_move`` (``jump_tries``: birth / death / swap of gamma,
-                                            beta redrawn; not in the thesis, exact)
+                                            beta carried between Laplace fits; not in the thesis, exact)
   (beta, delta2) with Z integrated out      ``collapsed_beta.collapsed_beta_move`` (``beta_move="laplace"``;
                                             not in the thesis, exact)
   Z | beta, gamma, group observations      exact sign-pattern sampler + truncated normals
