@@ -195,13 +195,14 @@ def msrc_pixel_counts(segmentation: str = "ncut", features: str = "carbonetto03"
 
 
 def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False, *, test_fraction: float = 0.5,
-                log=print, results=None, **data_options) -> list[dict]:
+                log=print, results=None, only_splits=None, **data_options) -> list[dict]:
     """Rows {dataset, method, family, split, <metrics>} for every method x split (a failing method keeps its rows,
     with nan metrics and the error in ``error``). data: an ``AnnotatedRegions``, "msrc_v2" (``data_options``
     go to ``msrc_regions``) or "corel5k" (``corel5k_leaderboard``); models: names of ``METHODS`` (None: all, or
     ``FAST_METHODS`` when ``fast``; for Corel5k names of ``corel5k_methods``). results: a JSON-lines file each
     row is appended to as soon as it is done, so a killed run keeps what it finished; rows already there (same
-    dataset, method, split) are read back instead of run again."""
+    dataset, method, split) are read back instead of run again. only_splits: run only these seeds of
+    0..splits-1 (MSRC-v2 and user data; ``zoo.leaderboards.split_workers`` runs each split in its own process)."""
     if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)) or splits < 1:
         raise ValueError(f"splits: expected a positive int, got {splits!r}")
     previous = read_results(results) if results is not None else []
@@ -229,6 +230,8 @@ def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False
     done = {(r["method"], r["split"]): r for r in previous if r["dataset"] == label}
     rows = []
     for seed in range(int(splits)):
+        if only_splits is not None and seed not in only_splits:
+            continue
         todo = [name for name in names if (name, seed) not in done]
         rows += [done[(name, seed)] for name in names if (name, seed) in done]
         if not todo:
@@ -311,6 +314,15 @@ def plot_leaderboard(summary: list[dict], path):
     return path
 
 
+def _split_jobs(args) -> int:
+    """Worker processes for the splits: --jobs, else one per core (at most 4 and the number of splits)."""
+    from zoo.core.workers import default_jobs
+    jobs = getattr(args, "jobs", None)
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"--jobs: expected at least 1, got {jobs}")
+    return min(jobs, args.splits) if jobs is not None else default_jobs(args.splits)
+
+
 def cli(args) -> int:
     """``zoo leaderboard``: run, print the Markdown table, write leaderboard.{md,json,png} into ``args.out``."""
     import json
@@ -323,9 +335,18 @@ def cli(args) -> int:
         rows = leaderboard("corel5k", models=args.model or None, splits=args.splits, fast=args.fast,
                            results=results)
     elif args.data == "msrc_v2":
-        rows = leaderboard(args.data, models=args.model or None, splits=args.splits, fast=args.fast,
-                           results=results, segmentation=args.segmentation, features=args.features,
-                           n_images=args.images)
+        options = dict(data=args.data, models=args.model or None, fast=args.fast, segmentation=args.segmentation,
+                       features=args.features, n_images=args.images)
+        jobs = _split_jobs(args)
+        if jobs > 1:
+            from zoo.leaderboards.split_workers import run_splits_in_workers
+            # the segmentation and features once, here, before the workers read them from the cache (a first
+            # run segments all MSRC-v2 images: done by every worker at once, it would cost that many times)
+            msrc_pixel_counts(args.segmentation, args.features, args.images)
+            msrc_regions(args.segmentation, args.features, args.images)
+            run_splits_in_workers(leaderboard, read_results, options, args.splits, results, jobs)
+        # every row the workers finished is read back; whatever they did not finish runs here
+        rows = leaderboard(**options, splits=args.splits, results=results)
     else:  # a data file (zoo regions, zoo.data.save_container): the AnnotatedRegions it holds
         from zoo.data.location import load_dataset
         data = load_dataset(pathlib.Path(args.data))
