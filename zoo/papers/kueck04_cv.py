@@ -22,7 +22,8 @@ import numpy as np
 from zoo.data import Bags
 from zoo.data.mil import subset_bags
 
-__all__ = ["FoldFit", "fit_padded", "iter_fit_padded", "job_shape", "draw_log_all_negative", "fold_fits", "fold_scores", "cross_validated_scores"]
+__all__ = ["FoldFit", "fit_padded", "iter_fit_padded", "job_shape", "draw_log_all_negative", "fold_fits",
+           "fold_scores", "cross_validated_scores"]
 
 
 @dataclasses.dataclass
