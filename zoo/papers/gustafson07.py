@@ -41,7 +41,8 @@ from zoo.core.priors import beta_mixture_parameters, families
 from zoo.core.registry import register_method, register_model
 from zoo.core.convergence import auto_report, auto_settings, short_of
 from zoo.core.fit import Fit
-from zoo.core.idata import to_inference_data
+from zoo.core.idata import add_sample_stat, to_inference_data
+from zoo.papers.gustafson07_lp import collapsed_log_joint
 
 __all__ = ["RegionLabelPrediction", "RegionArrays", "RegionHyper", "region_arrays", "region_hyper", "region_problem",
            "program_kwargs", "predict_labels", "garbage_weight_of", "GARBAGE"]
@@ -327,6 +328,7 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     rb = np.asarray(result.running).sum(0) / max(num_chains * result.n_running, 1)
     last = result.last
     idata = _to_idata(draws, variant, data, arrays, rb)
+    add_sample_stat(idata, "lp", _log_joint(spec, variant, problem, arrays, draws))
     if report is not None:
         idata.posterior.attrs.update(zoo_auto=report.text, zoo_auto_reached=int(report.reached),
                                      zoo_auto_sweeps=report.sweeps, zoo_auto_seconds=report.seconds)
@@ -337,6 +339,16 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
                  last_state=last)
     return Fit(idata=idata, spec=spec, method="collapsed_gibbs", state=state, headline=headline,
                predictor=predict_labels, data=data)
+
+
+def _log_joint(spec, variant: str, problem: RegionProblem, arrays: RegionArrays, draws: dict) -> np.ndarray:
+    """(chain, draw) lp: each draw's log joint under the program with (mu, Sigma) integrated out, the density the
+    collapsed sampler targets (``zoo.papers.gustafson07_lp``)."""
+    program = partial(spec.program, **program_kwargs(spec, arrays))
+    stored = {"Y": draws["Y"], **{k: draws[k] for k in ("alpha", "delta", "Omega") if variant == "cvfs"}}
+    if variant != "full":
+        stored["M"] = draws["M"][:, :, 1:] if variant == "cvfs" else draws["M"][:, :, 0]
+    return collapsed_log_joint(program, variant, problem.concept_prior, problem.delta0, problem.Omega0, stored)
 
 
 def _site_dims(variant: str) -> dict:

@@ -60,10 +60,12 @@ __all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwa
 median_distance = _prepare_module.median_distance
 
 VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
-#: every method's dims (the program's plates ``basis``, ``instance`` and ``group``; the log likelihood ``groups``
-#: is per group)
+#: every method's dims (the program's plates ``basis``, ``instance`` and ``group``; the log likelihood is per
+#: group, named after the observed site ``group_label``)
 _SITE_DIMS = {"gamma": ("basis",), "beta": ("basis",), "z": ("instance",), "f": ("instance",),
-              "group_label": ("group",), "fraction": ("group",), "groups": ("group",)}
+              "group_label": ("group",), "fraction": ("group",)}
+#: the log likelihood was stored as ``groups`` before format 4: files written then load under its site's name
+_RENAMED = {"groups": "group_label"}
 _PAPER = "Kueck 2004"
 
 
@@ -294,8 +296,9 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     if prep.fraction is not None:
         observed["fraction"] = prep.fraction
     dims = dict(_SITE_DIMS)
-    # log p(observations of group g | f) per draw, from the Z sampler's forward pass (az.loo over groups)
-    idata = to_inference_data(samples, sample_stats=stats, log_likelihood={"groups": loglik},
+    # log p(observations of group g | f) per draw, from the Z sampler's forward pass (az.loo over groups), named
+    # after the observed site (with chi, the group's guessed fraction is part of the same group's observation)
+    idata = to_inference_data(samples, sample_stats=stats, log_likelihood={"group_label": loglik},
                               observed_data=observed, dims=dims,
                               attrs={"method": method_name, "model": spec.id, "kernel": spec.options["kernel"],
                                      "width": prep.width})
@@ -368,7 +371,7 @@ def _register() -> None:
     for variant in VARIANTS:
         register_model(f"kueck04.{variant}", paper=_PAPER, title=titles[variant], build=_build(variant),
                        data_kind="Bags", default_method="blocked_gibbs", prior_sites=("tau", "delta2"),
-                       headline=("delta2", "n_active"), unit_sites=("z",), site_dims=_SITE_DIMS,
+                       headline=("delta2", "n_active"), unit_sites=("z",), site_dims=_SITE_DIMS, renamed=_RENAMED,
                        prior_families={"tau": families(dist.Beta, why="tau is integrated out of the kernel "
                                                                        "selection"),
                                        "delta2": any_family(dist.constraints.positive, dist.InverseGamma,
