@@ -111,3 +111,39 @@ def test_kueck04_lp_is_the_programs_log_density_with_tau_and_z_integrated_out(hy
                                                 prior_tau.concentration0 + m - k).log_prob(0.3))
         inactive = -0.5 * (m - k) * np.log(2 * np.pi)
         assert np.isclose(lp[c, d] - loglik[c, d], prior - tau_given_gamma - inactive, rtol=0, atol=1e-6), (c, d)
+
+
+def test_gustafson07_full_imputes_mu_and_sigma_from_their_niw_conditional():
+    """FULL's (mu_k, Sigma_k), drawn after the fact given a label draw, follow eq. 8-9: over many draws for one
+    fixed labelling, their means match the normal-inverse-Wishart conditional's, mu_k -> total_k / (count_k + b)
+    and Sigma_k -> S_k / (nu_k - p - 1), within Monte Carlo error."""
+    from typing import NamedTuple
+
+    import jax
+
+    from zoo.inference.label_feature.collapsed_niw import ConceptPrior
+    from zoo.papers.gustafson07_impute import impute_full
+
+    class Problem(NamedTuple):
+        X: jnp.ndarray
+        allowed: jnp.ndarray
+        concept_prior: ConceptPrior
+
+    rng = np.random.default_rng(0)
+    n, p, draws = 40, 2, 3000
+    Y = (np.arange(n) % 2).astype(np.int64)
+    X = rng.normal(size=(n, p)) + np.where(Y[:, None] == 1, 2.0, -1.0)
+    cp = ConceptPrior()
+    mu, Sigma = impute_full(Problem(jnp.asarray(X), jnp.ones((n, 2), bool), cp),
+                            np.broadcast_to(Y, (1, draws, n)).copy(), jax.random.PRNGKey(0))
+    assert mu.shape == (1, draws, 2, p) and Sigma.shape == (1, draws, 2, p, p)
+    for k in (0, 1):
+        xk = X[Y == k]
+        count, total = len(xk), xk.sum(0)
+        rho = cp.b + count
+        S = cp.v_scale * p * np.eye(p) + xk.T @ xk - np.outer(total, total) / rho
+        nu = p + cp.a_extra + count
+        se_mu = mu[0, :, k].std(0) / np.sqrt(draws)
+        assert np.all(np.abs(mu[0, :, k].mean(0) - total / rho) < 4 * se_mu), k
+        se_sigma = Sigma[0, :, k].std(0) / np.sqrt(draws)
+        assert np.all(np.abs(Sigma[0, :, k].mean(0) - S / (nu - p - 1)) < 4 * se_sigma + 1e-12), k

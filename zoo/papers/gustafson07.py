@@ -42,6 +42,7 @@ from zoo.core.registry import register_method, register_model
 from zoo.core.convergence import auto_report, auto_settings, short_of
 from zoo.core.fit import Fit
 from zoo.core.idata import add_sample_stat, to_inference_data
+from zoo.papers.gustafson07_impute import IMPUTE_STREAM, MAX_STORED, impute_full, replicate_features
 from zoo.papers.gustafson07_lp import collapsed_log_joint
 
 __all__ = ["RegionLabelPrediction", "RegionArrays", "RegionHyper", "region_arrays", "region_hyper", "region_problem",
@@ -329,16 +330,43 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     last = result.last
     idata = _to_idata(draws, variant, data, arrays, rb)
     add_sample_stat(idata, "lp", _log_joint(spec, variant, problem, arrays, draws))
+    if variant == "full":
+        _add_full_parameters(idata, problem, arrays, np.asarray(draws["Y"]), seed)
     if report is not None:
         idata.posterior.attrs.update(zoo_auto=report.text, zoo_auto_reached=int(report.reached),
                                      zoo_auto_sweeps=report.sweeps, zoo_auto_seconds=report.seconds)
-    headline = {"full": ["n_relevant"], "fs": ["M", "n_relevant"], "cvfs": ["M", "alpha", "n_relevant"]}[variant]
+    headline = list(_HEADLINE[variant])
     state = dict(problem=problem, variant=variant, arrays=arrays, label_proba=rb,
                  draws={k: draws[k] for k in ("Y", "M") if k in draws} | (
                      {k: draws[k] for k in ("delta", "Omega")} if variant == "cvfs" else {}),
                  last_state=last)
     return Fit(idata=idata, spec=spec, method="collapsed_gibbs", state=state, headline=headline,
                predictor=predict_labels, data=data)
+
+
+#: the sites ``Fit.summary`` shows by default; FULL's are its concepts' means (imputed, ``_add_full_parameters``)
+_HEADLINE = {"full": ("mu",), "fs": ("M", "n_relevant"), "cvfs": ("M", "alpha", "n_relevant")}
+
+
+def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y: np.ndarray, seed: int) -> None:
+    """FULL (in place): every concept's (mu_k, Sigma_k) drawn from its eq. 8-9 conditional given each label draw
+    (``zoo.papers.gustafson07_impute``) into ``posterior`` (standardized units; Sigma and the replicated features
+    up to ``MAX_STORED`` numbers each), replicated features X into ``posterior_predictive``; n_relevant = p, fixed
+    by the model, into ``constant_data``: it is no random quantity."""
+    import xarray as xr
+
+    key_params, key_rep = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), IMPUTE_STREAM))
+    mu, Sigma = impute_full(problem, Y, key_params)
+    note = "drawn from its eq. 8-9 conditional given the draw's labels (integrated out by the sampler); standardized"
+    idata.posterior["mu"] = (("chain", "draw", "concept", "feature"), mu, {"imputed": note})
+    if Sigma.size <= MAX_STORED:
+        idata.posterior["Sigma"] = (("chain", "draw", "concept", "feature", "feature_bis"), Sigma, {"imputed": note})
+    if Y.size * mu.shape[-1] <= MAX_STORED:
+        X_rep = replicate_features(Y, mu, Sigma, arrays.mean, arrays.scale, key_rep)
+        idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)}))
+    idata.add_groups(constant_data=xr.Dataset(
+        {"n_relevant": ((), np.int64(arrays.X.shape[1]), {"fixed": "FULL uses every feature: n_relevant = p"})}))
+    del idata.posterior["n_relevant"]
 
 
 def _log_joint(spec, variant: str, problem: RegionProblem, arrays: RegionArrays, draws: dict) -> np.ndarray:
@@ -399,8 +427,6 @@ def _to_idata(draws, variant, data, arrays, rb):
     idata = to_inference_data(posterior, sample_stats=stats or None, log_likelihood={"X": draws["unit_loglik"]},
                               observed_data={"X": data.X}, dims=dims, coords=coords,
                               attrs={"method": "collapsed_gibbs", "variant": variant})
-    if variant == "full":   # FULL selects no features: n_relevant is p in every draw by construction
-        idata.posterior["n_relevant"].attrs["fixed"] = "FULL uses every feature: n_relevant = p"
     # which sites each acceptance rate is evidence about (zoo.core.convergence: a site that never moved is judged
     # by the acceptance of the moves that could have moved it)
     for name in ("accept_M", "accept_joint"):
@@ -523,8 +549,7 @@ class FitShapes(NamedTuple):
 for _variant in ("full", "fs", "cvfs"):
     register_model(f"gustafson07.{_variant}", paper=PAPER, title=_TITLES[_variant], build=partial(_build, _variant),
                    data_kind="AnnotatedRegions", default_method="collapsed_gibbs",
-                   headline={"full": ("n_relevant",), "fs": ("M", "n_relevant"),
-                             "cvfs": ("M", "alpha", "n_relevant")}[_variant],
+                   headline=_HEADLINE[_variant],
                    prior_families={"M": families(dist.BernoulliProbs, dist.BernoulliLogits,
                                                  why="the FS flip update"),
                                    "alpha": families(dist.Beta, dist.MixtureSameFamily,

@@ -1,0 +1,69 @@
+"""FULL's parameters and replicated features from the collapsed sampler's draws (Gustafson et al. 2007, FULL).
+
+The collapsed sampler integrates every concept's (mu_k, Sigma_k) out (Appendix eq. 10) and draws only the labels
+Y. Given a draw Y^(t), (mu_k, Sigma_k) has the normal-inverse-Wishart conditional of eq. 8-9 on the units labelled
+k, so drawing them from it after the fact gives (Y^(t), mu^(t), Sigma^(t)) from the joint posterior: FULL's
+parameters, for ``posterior``, and from them replicated features X_rep_i ~ N(mu_{Y_i}, Sigma_{Y_i}) (eq. 2), for
+``posterior_predictive`` (``az.plot_ppc``). FULL only: in FS and CVFS a concept's (mu_k, Sigma_k) live on its
+relevant features M_k, which change from draw to draw, so an array over every feature would hold entries that are
+not parameters of the draw (zero / identity placeholders).
+
+Own random stream (the fit's seed folded with ``IMPUTE_STREAM``): the sampler's draws are untouched.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from zoo.inference.label_feature.moves import temporary_concept_params
+
+__all__ = ["IMPUTE_STREAM", "MAX_STORED", "impute_full", "replicate_features"]
+
+#: the stream number of the imputation's key (jax.random.fold_in of the fit's seed)
+IMPUTE_STREAM = 11
+#: Sigma and the replicated features are stored up to this many numbers each (like label_proba's cap)
+MAX_STORED = 2.0e7
+
+
+class _Labels(NamedTuple):
+    """What ``temporary_concept_params`` reads of a sweep's state: the labels and the (FULL: all-ones) masks."""
+    Y: jnp.ndarray
+    M: jnp.ndarray
+
+
+def impute_full(problem, Y: np.ndarray, key) -> tuple[np.ndarray, np.ndarray]:
+    """mu (chain, draw, K+1, p) and Sigma (chain, draw, K+1, p, p) in standardized units, one eq. 8-9 draw per
+    stored label draw ``Y`` (chain, draw, n)."""
+    leading, n = Y.shape[:2], Y.shape[2]
+    n_concepts, p = problem.allowed.shape[1], problem.X.shape[1]
+    masks = jnp.ones((n_concepts, p), bool)
+    keys = jax.random.split(key, int(np.prod(leading)))
+
+    def one(args):
+        k, y = args
+        return temporary_concept_params(problem, "full", _Labels(y, masks), k)
+
+    mu, Sigma = jax.jit(lambda ks, ys: jax.lax.map(one, (ks, ys)))(keys, jnp.asarray(Y.reshape(-1, n)))
+    return (np.asarray(mu).reshape(leading + (n_concepts, p)),
+            np.asarray(Sigma).reshape(leading + (n_concepts, p, p)))
+
+
+def replicate_features(Y: np.ndarray, mu: np.ndarray, Sigma: np.ndarray, mean: np.ndarray, scale: np.ndarray,
+                       key) -> np.ndarray:
+    """(chain, draw, n, p) X_rep_i ~ N(mu_{Y_i}, Sigma_{Y_i}) per draw, in the data's own units (the sampler's
+    standardization undone: X = mean + scale * x). One chain at a time (the Cholesky factors per unit are the
+    largest temporary)."""
+    leading, n = Y.shape[:2], Y.shape[2]
+    p = mu.shape[-1]
+    out = np.empty(leading + (n, p))
+    for c, k in enumerate(jax.random.split(key, leading[0])):
+        y = Y[c][:, :, None]                                                  # (draw, n, 1)
+        chol = np.linalg.cholesky(Sigma[c])                                   # (draw, K+1, p, p)
+        z = np.asarray(jax.random.normal(k, (leading[1], n, p)), dtype=np.float64)
+        m = np.take_along_axis(mu[c], y, axis=1)                              # (draw, n, p)
+        L = np.take_along_axis(chol, y[..., None], axis=1)                    # (draw, n, p, p)
+        out[c] = mean + scale * (m + np.einsum("dnij,dnj->dni", L, z))
+    return out
