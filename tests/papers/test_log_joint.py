@@ -147,3 +147,14 @@ def test_gustafson07_full_imputes_mu_and_sigma_from_their_niw_conditional():
         assert np.all(np.abs(mu[0, :, k].mean(0) - total / rho) < 4 * se_mu), k
         se_sigma = Sigma[0, :, k].std(0) / np.sqrt(draws)
         assert np.all(np.abs(Sigma[0, :, k].mean(0) - S / (nu - p - 1)) < 4 * se_sigma + 1e-12), k
+
+
+def test_gustafson07_fs_posterior_predictive_replicates_the_features(fs_fit):
+    """FS's posterior_predictive X: features simulated at each draw with the integrated-out (mu_k, Sigma_k) drawn
+    from their conditionals, in the data's units: per feature, their mean and sd match the observed ones."""
+    replicated = fs_fit.idata.posterior_predictive["X"]
+    observed = fs_fit.data.X
+    assert replicated.dims == ("chain", "draw", "region", "feature") and replicated.shape[2:] == observed.shape
+    sd = observed.std(0)
+    assert np.all(np.abs(replicated.values.mean((0, 1, 2)) - observed.mean(0)) < 0.2 * sd)
+    assert np.all(np.abs(replicated.values.std((0, 1, 2)) / sd - 1) < 0.2)

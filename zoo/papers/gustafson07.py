@@ -42,7 +42,8 @@ from zoo.core.registry import register_method, register_model
 from zoo.core.convergence import auto_report, auto_settings, short_of
 from zoo.core.fit import Fit
 from zoo.core.idata import add_sample_stat, to_inference_data
-from zoo.papers.gustafson07_impute import IMPUTE_STREAM, MAX_STORED, impute_full, replicate_features
+from zoo.papers.gustafson07_impute import (IMPUTE_STREAM, MAX_STORED, impute_full, replicate_features,
+                                           replicate_selected_features)
 from zoo.papers.gustafson07_lp import collapsed_log_joint
 
 __all__ = ["RegionLabelPrediction", "RegionArrays", "RegionHyper", "region_arrays", "region_hyper", "region_problem",
@@ -332,6 +333,8 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     add_sample_stat(idata, "lp", _log_joint(spec, variant, problem, arrays, draws))
     if variant == "full":
         _add_full_parameters(idata, problem, arrays, np.asarray(draws["Y"]), seed)
+    else:
+        _add_replicated_features(idata, problem, variant, arrays, draws, seed)
     if report is not None:
         idata.posterior.attrs.update(zoo_auto=report.text, zoo_auto_reached=int(report.reached),
                                      zoo_auto_sweeps=report.sweeps, zoo_auto_seconds=report.seconds)
@@ -367,6 +370,28 @@ def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y:
     idata.add_groups(constant_data=xr.Dataset(
         {"n_relevant": ((), np.int64(arrays.X.shape[1]), {"fixed": "FULL uses every feature: n_relevant = p"})}))
     del idata.posterior["n_relevant"]
+
+
+def _add_replicated_features(idata, problem: RegionProblem, variant: str, arrays: RegionArrays, draws: dict,
+                             seed: int) -> None:
+    """FS / CVFS (in place): replicated features X at each draw into ``posterior_predictive`` (up to ``MAX_STORED``
+    numbers), the integrated-out (mu_k, Sigma_k) drawn from their conditionals on the draw's masks
+    (``zoo.papers.gustafson07_impute.replicate_selected_features``); FS's (delta, Omega): the sampler's fixed ones."""
+    import xarray as xr
+
+    Y = np.asarray(draws["Y"])
+    if Y.size * arrays.X.shape[1] > MAX_STORED:
+        return
+    leading, p = Y.shape[:2], arrays.X.shape[1]
+    if variant == "cvfs":
+        delta, Omega = np.asarray(draws["delta"]), np.asarray(draws["Omega"])
+    else:
+        delta = np.broadcast_to(np.asarray(problem.delta0), leading + (p,))
+        Omega = np.broadcast_to(np.asarray(problem.Omega0), leading + (p, p))
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), IMPUTE_STREAM)
+    X_rep = replicate_selected_features(problem, variant, Y, np.asarray(draws["M"]), delta, Omega, arrays.mean,
+                                        arrays.scale, key)
+    idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)}))
 
 
 def _log_joint(spec, variant: str, problem: RegionProblem, arrays: RegionArrays, draws: dict) -> np.ndarray:
