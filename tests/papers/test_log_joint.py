@@ -62,6 +62,7 @@ def hybrid_fit():
                        num_samples=10, progress_bar=False)
 
 
+@pytest.mark.extended  # one blocked Gibbs fit shared with the lp test: ~1.5 min of compilation on a loaded machine
 def test_kueck04_posterior_predictive_simulates_the_programs_observations(hybrid_fit):
     """The blocked Gibbs fit carries ``posterior_predictive``: group labels simulated by the NumPyro program at
     each draw (numpyro.infer.Predictive), with the guessed fractions (hybrid: chi), which az.plot_ppc reads; on the
@@ -84,6 +85,7 @@ def test_kueck04_posterior_predictive_simulates_the_programs_observations(hybrid
     plt.close("all")
 
 
+@pytest.mark.extended
 def test_kueck04_lp_is_the_programs_log_density_with_tau_and_z_integrated_out(hybrid_fit):
     """lp minus the stored group log likelihood (z integrated out) = the NumPyro program's log density of (tau,
     gamma, delta2, beta) at any tau, less log p(tau | gamma) = Beta(a + k, b + M - k) (tau integrated out), less
