@@ -359,12 +359,14 @@ def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y:
     import xarray as xr
 
     key_params, key_rep = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), IMPUTE_STREAM))
-    mu, Sigma = impute_full(problem, Y, key_params)
+    n_concepts, p = arrays.allowed.shape[1], arrays.X.shape[1]
+    keep_sigma = Y.shape[0] * Y.shape[1] * n_concepts * p * p <= MAX_STORED
+    mu, Sigma = impute_full(problem, Y, key_params, keep_sigma=keep_sigma)
     note = "drawn from its eq. 8-9 conditional given the draw's labels (integrated out by the sampler); standardized"
     idata.posterior["mu"] = (("chain", "draw", "concept", "feature"), mu, {"imputed": note})
-    if Sigma.size <= MAX_STORED:
+    if keep_sigma:
         idata.posterior["Sigma"] = (("chain", "draw", "concept", "feature", "feature_bis"), Sigma, {"imputed": note})
-    if Y.size * mu.shape[-1] <= MAX_STORED:
+    if keep_sigma and Y.size * p <= MAX_STORED:
         X_rep = replicate_features(Y, mu, Sigma, arrays.mean, arrays.scale, key_rep)
         idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)}))
     idata.add_groups(constant_data=xr.Dataset(

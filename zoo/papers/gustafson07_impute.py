@@ -36,9 +36,10 @@ class _Labels(NamedTuple):
     M: jnp.ndarray
 
 
-def impute_full(problem, Y: np.ndarray, key) -> tuple[np.ndarray, np.ndarray]:
+def impute_full(problem, Y: np.ndarray, key, keep_sigma: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """mu (chain, draw, K+1, p) and Sigma (chain, draw, K+1, p, p) in standardized units, one eq. 8-9 draw per
-    stored label draw ``Y`` (chain, draw, n)."""
+    stored label draw ``Y`` (chain, draw, n); ``keep_sigma=False``: Sigma is drawn (mu's law needs it) but not
+    kept (None), so a long run never holds the draws x (K+1) x p x p array."""
     leading, n = Y.shape[:2], Y.shape[2]
     n_concepts, p = problem.allowed.shape[1], problem.X.shape[1]
     masks = jnp.ones((n_concepts, p), bool)
@@ -46,11 +47,12 @@ def impute_full(problem, Y: np.ndarray, key) -> tuple[np.ndarray, np.ndarray]:
 
     def one(args):
         k, y = args
-        return temporary_concept_params(problem, "full", _Labels(y, masks), k)
+        mu, Sigma = temporary_concept_params(problem, "full", _Labels(y, masks), k)
+        return (mu, Sigma) if keep_sigma else (mu, None)
 
     mu, Sigma = jax.jit(lambda ks, ys: jax.lax.map(one, (ks, ys)))(keys, jnp.asarray(Y.reshape(-1, n)))
     return (np.asarray(mu).reshape(leading + (n_concepts, p)),
-            np.asarray(Sigma).reshape(leading + (n_concepts, p, p)))
+            None if Sigma is None else np.asarray(Sigma).reshape(leading + (n_concepts, p, p)))
 
 
 def replicate_features(Y: np.ndarray, mu: np.ndarray, Sigma: np.ndarray, mean: np.ndarray, scale: np.ndarray,
