@@ -34,6 +34,36 @@ NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 SLOWEST_FILES_SHOWN = 15
 
 
+#: The test files that hold a core longest (seconds of test time in the suite's closing summary, idle 2-core
+#: machine, end of session 2). They start first: ``-n 2 --dist loadfile`` hands out whole files, one per free
+#: worker, and by default queues them by number of tests, which put these files (4-21 tests each) late, so that
+#: one worker could still be in a two-minute file while the other had nothing left. Longest first, the short
+#: files fill in behind them and the two workers end together. Update from the summary when it changes.
+LONGEST_FILES = {
+    "tests/papers/test_kueck04_geweke.py": 167,
+    "tests/test_golden_draws.py": 150,
+    "tests/papers/test_gustafson07_gibbs.py": 116,
+    "tests/core/test_persist.py": 94,
+    "tests/test_readme.py": 94,
+}
+
+
+def pytest_configure(config):
+    # pytest-xdist's queue follows the order of the collected items (below) instead of its own
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Whole files, the ``LONGEST_FILES`` first (longest first), then the others by number of tests, most first
+    (pytest-xdist's own order), ties in collection order. Tests within a file keep their order."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ranked = sorted(files, key=lambda path: (-LONGEST_FILES.get(path, 0), -len(files[path])))
+    items[:] = [item for path in ranked for item in files[path]]
+
+
 def pytest_report_header(config):
     """The processor and JAX build at the top of every run, so a machine-dependent failure (rounding, time) is
     visible at once (``zoo.core.provenance.platform_fingerprint``, also the key of the golden draws)."""

@@ -56,6 +56,18 @@ def test_format_number_is_one_rule_for_every_cell():
     assert format_number("0.42 ± 0.03") == "0.42 ± 0.03"
 
 
+def test_format_frame_writes_each_quantity_kind_its_way():
+    import pandas as pd
+    from zoo.reports import format_frame
+    frame = pd.DataFrame({"mean": [0.34123, 11.7251], "ess_bulk": [3.2, 2438.4], "r_hat": [1.0121, float("nan")],
+                          "r_hat_restarts": [1.0, 1.5], "chains": [2, 4], "status": ["fail", "ok"]})
+    shown = format_frame(frame)
+    assert shown["mean"].tolist() == ["0.341", "11.7"] and shown["ess_bulk"].tolist() == ["3", "2438"]
+    assert shown["r_hat"].tolist() == ["1.012", "n/a"] and shown["r_hat_restarts"].tolist() == ["1.000", "1.500"]
+    assert shown["chains"].tolist() == ["2", "4"] and shown["status"].tolist() == ["fail", "ok"]
+    assert frame["mean"].iloc[0] == 0.34123          # a copy: the numbers themselves are left alone
+
+
 def test_markdown_table_layout_and_escaping():
     text = markdown_table(["method", "acc. (|C| = |R|)"], [["a", 0.5], ["b|c", None]])
     assert text.splitlines() == ["| method | acc. (\\|C\\| = \\|R\\|) |", "|---|---|", "| a | 0.500 |",
@@ -251,8 +263,64 @@ def test_claims_table_is_read_against_the_numbers_it_quotes(tmp_path):
     assert "no row 'theirs'" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
 
 
+def _ross03_shapes(rms_by_row: dict):
+    """A ShapesResult of zoo.experiments.ross03 with the given zoo test RMS per Table 3.1 row (the rest made up)."""
+    from zoo.experiments import ross03
+
+    def label(kind, setting):
+        if kind == "MCVQ":
+            return f"MCVQ {setting[0]} VQs, {setting[1]} states"
+        return f"{kind} {setting} {'components' if kind == 'PCA' else 'vectors'}"
+    rows = [(label(kind, setting), "1.00e+04", rms_by_row.get(i, paper), paper)
+            for i, (kind, setting, paper) in enumerate(ross03.TABLE_3_1)]
+    return ross03.ShapesResult(rows, {}, [1.0, 1.0, 1.0], 0.1, {1.0: 0.3}, 3, 20, None, None, 1.0)
+
+
+def test_ross03_claims_quote_table_3_1_and_explain_a_gap(tmp_path):
+    from zoo.experiments import ross03
+    from zoo.experiments.paper_claims import ross03_claims
+    from zoo.reports import paper_markdown, verify_claims_markdown
+
+    def report_of(shapes):
+        report = PaperReport("ross03", "Ross (2003)", [Section("Shapes", ross03.shapes_tables(shapes, fast=True))])
+        report.claims = ross03_claims(shapes.rows, ross03.TABLE_TITLE_3_1, ross03.TABLE_3_1_TOLERANCE, "a reason")
+        return report
+
+    same = report_of(_ross03_shapes({}))             # the thesis' own numbers: every claim agrees
+    assert [c.verdict() for c in same.claims] == ["agrees", "agrees"]
+    assert verify_claims_markdown(paper_markdown(same, tmp_path)) == []
+    # VQ better than MCVQ 3 x 12 and 0.2 off: the families' ordering differs and the gap is over the tolerance
+    worse = report_of(_ross03_shapes({0: 0.3123, 7: 0.29}))
+    verdict = worse.claims[0].verdict()
+    assert "ordering: paper MCVQ 3 VQs, 12 states < PCA 12 components" in verdict and "gap over 0.0500" in verdict
+    assert "a reason" in worse.claims[0].why
+    assert worse.claims[1].verdict().startswith("differs: ordering")   # 3 x 12 (0.312) behind 2 x 18 (0.26)
+    text = paper_markdown(worse, tmp_path)
+    assert verify_claims_markdown(text) == [] and "MCVQ 3 VQs, 12 states = 0.312" in text
+
+
+def test_yakhnenko_claims_compare_the_ordering_of_table_1(tmp_path):
+    from zoo.experiments import yakhnenko
+    from zoo.experiments.paper_claims import yakhnenko_claims
+    from zoo.reports import paper_markdown, verify_claims_markdown
+    rows = {"MoM-LDA": dict(caption_acc=30.04, top1_acc=20.0, precision_at_5=10.0, perplexity=50.0),
+            "MoM-HDP": dict(caption_acc=28.9, top1_acc=20.0, precision_at_5=10.0, perplexity=50.0),
+            "NB OneVsAll": dict(caption_acc=12.5, top1_acc=9.0, precision_at_5=5.0),
+            "Word frequency": dict(caption_acc=10.0, top1_acc=9.0, precision_at_5=5.0),
+            "Chance": dict(caption_acc=1.2, top1_acc=1.0, precision_at_5=1.0)}
+    table = yakhnenko.corel_table(rows, "Corel5k caption annotation", None, fast=True)   # LR left out (--fast)
+    report = PaperReport("yakhnenko", "Yakhnenko & Honavar", [Section("Corel5k", [table])])
+    report.claims = yakhnenko_claims(rows, table.title, "caption_acc", yakhnenko.PAPER_TABLE1, 1, "Corel5k")
+    (claim,) = report.claims
+    assert list(claim.zoo) == ["MoM-HDP", "MoM-LDA", "NB OneVsAll", "Chance"]    # the paper's order, LR not run
+    assert claim.verdict() == ("differs: ordering: paper MoM-HDP > MoM-LDA > NB OneVsAll > Chance, "
+                               "zoo MoM-LDA > MoM-HDP > NB OneVsAll > Chance")
+    assert "VOC 2007" in claim.why
+    assert verify_claims_markdown(paper_markdown(report, tmp_path)) == []
+
+
 @pytest.mark.extended
-@pytest.mark.parametrize("paper", ["carbonetto03", "gustafson07", "kueck04"])
+@pytest.mark.parametrize("paper", ["carbonetto03", "gustafson07", "kueck04", "ross03", "yakhnenko"])
 def test_every_reports_claims_quote_its_own_tables(paper, tmp_path):
     """A --fast reproduction's report.md: its claims table read against the tables it quotes."""
     from zoo.reports import CLAIMS_TITLE, verify_claims_markdown

@@ -18,7 +18,8 @@ from typing import Any, Sequence, Union
 __all__ = ["Table", "Figure", "Section", "PaperReport", "Claim", "Unconverged", "mark", "claims_table",
            "format_number", "format_percent", "markdown_table", "save_figure", "paper_markdown",
            "write_paper_markdown", "print_section", "format_seconds", "write_index_markdown", "write_index_html",
-           "run_context", "read_manifest", "update_manifest", "verify_claims_markdown", "MIN_DPI", "UNCONVERGED_MARK"]
+           "format_frame", "run_context", "read_manifest", "update_manifest", "verify_claims_markdown", "MIN_DPI",
+           "UNCONVERGED_MARK"]
 
 MIN_DPI = 100
 MIN_SIZE_INCHES = (6.0, 4.0)
@@ -262,6 +263,30 @@ def format_number(value: Any) -> str:
         decimals = max(0, 2 - int(math.floor(math.log10(rounded)))) if rounded > 0 else decimals
         return f"{x:.{decimals}f}"
     return str(value)
+
+
+def _column_formatter(name: str):
+    """How a table column's numbers are written, by the quantity its name says it holds: r-hat with three decimals
+    (1.012 must not read as 1.01, the threshold), effective sample sizes as whole draws, anything else
+    ``format_number``."""
+    name = str(name[-1] if isinstance(name, tuple) else name).lower()   # a MultiIndex column: its last level
+    if "r_hat" in name or "rhat" in name:
+        return lambda x: "n/a" if x is None or not math.isfinite(float(x)) else f"{float(x):.3f}"
+    if name.startswith("ess"):
+        return lambda x: "n/a" if x is None or not math.isfinite(float(x)) else f"{float(x):.0f}"
+    return format_number
+
+
+def format_frame(frame):
+    """A pandas DataFrame with every number written in the zoo's one format, column by column
+    (``_column_formatter``: r-hat 1.012, ESS 2438, others three significant figures): a copy of strings, for
+    display (ArviZ's ``az.summary(..., round_to="none")``, ``fit.summary()``, ``fit.diagnose()``)."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype.kind in "fiu":
+            write = _column_formatter(column)
+            out[column] = [write(v) for v in frame[column]]
+    return out
 
 
 def format_percent(share: float) -> str:

@@ -57,29 +57,40 @@ def metropolis_flip(problem, variant, stats, F, current, cols, key, alpha, delta
     ``current`` = free_log_target at F (carried, so one evaluation per flip). ``flip`` False: no flip, return F
     with its log target (used to start the carry). ``known`` = (use, value): where ``use``, ``value`` is
     free_log_target at the proposed F, evaluated in advance (``feature_flip_step``), and is taken instead of a fresh
-    evaluation (a real branch where the chain is not vmapped). Returns (F, current, accepted)."""
+    evaluation (a real branch where the chain is not vmapped). Returns (F, current, accepted, move probability):
+    the last (per row) min(1, pi(F') / pi(F)), the probability that this flip leaves the row's value (0 for rows
+    that cannot move and without a flip), the evidence ``zoo.core.convergence`` reads for indicators that never
+    moved."""
     F_new = jnp.where(flip, _flip_columns(F, cols), F)
     evaluate = lambda: free_log_target(problem, variant, stats, F_new, alpha, delta, Omega)
     proposed = evaluate() if known is None else jax.lax.cond(known[0], lambda: known[1], evaluate)
-    accept = (jnp.log(jax.random.uniform(key, proposed.shape)) < proposed - current) & _movable(variant, F.shape[0])
+    movable = _movable(variant, F.shape[0])
+    accept = (jnp.log(jax.random.uniform(key, proposed.shape)) < proposed - current) & movable
     accept = accept | ~jnp.asarray(flip)
+    leave = jnp.where(movable & jnp.asarray(flip), _leave_probability(proposed - current), 0.0)
     return (jnp.where(accept[:, None], F_new, F), jnp.where(accept, proposed, current),
-            accept.astype(proposed.dtype))
+            accept.astype(proposed.dtype), leave)
+
+
+def _leave_probability(log_ratio) -> jnp.ndarray:
+    """min(1, exp(log_ratio)): a Metropolis-Hastings step's probability of moving (0 for a NaN ratio)."""
+    return jnp.where(jnp.isnan(log_ratio), 0.0, jnp.exp(jnp.minimum(log_ratio, 0.0)))
 
 
 FLIP_SCANS = ("random", "systematic")
 
 
-def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, key):
+def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, key, with_move_probability=False):
     """Step 1: ``problem.flips_per_sweep`` Metropolis-Hastings flips of each M_k (CVFS, k >= 1) or of the shared M
     (FS) on the collapsed density, Y fixed. The element of each flip: ``problem.systematic_scan`` False = uniform
     at random (the paper); True = the p columns in a fresh random order each sweep, cycled (flip i takes column
     order[i mod p]). Each flip leaves eq. 10 given Y invariant, so their composition does. The current log target
     is carried, so a flip costs one evaluation of the K+1 collapsed concept terms. info = acceptance rate per
-    concept row (FS: row 0)."""
+    concept row (FS: row 0); ``with_move_probability``: also the sum over the sweep's flips of each one's
+    probability of moving M (``metropolis_flip``), the expected number of M's moves in the step."""
     n_concepts, p = state.M.shape
     if variant == "full":
-        return state, jnp.zeros(n_concepts)
+        return (state, jnp.zeros(n_concepts)) + ((jnp.zeros(()),) if with_move_probability else ())
     n_flips = jnp.maximum(jnp.asarray(problem.flips_per_sweep), 1)
     systematic = jnp.asarray(problem.systematic_scan)
     stats = concept_suffstats(problem.X, state.Y, n_concepts)          # Y does not change during the flips
@@ -101,23 +112,25 @@ def feature_flip_step(problem: RegionProblem, variant: str, state: GibbsState, k
     def body(i, carry):
         # i = -1 evaluates the current state (no flip, "accepted" unconditionally): the log target is then
         # carried; ``clean``: no flip accepted yet, so the values evaluated in advance still hold
-        F, current, accepted, clean = carry
+        F, current, accepted, clean, leave = carry
         k_col, k_acc = jax.random.split(jax.random.fold_in(k_loop, i + 1))     # i + 1 >= 0: eager-safe
         cols = jnp.where(systematic, order[jnp.maximum(i, 0) % p], jax.random.randint(k_col, (F.shape[0],), 0, p))
         known = None if ahead is None else (systematic & clean, ahead[jnp.where(i >= 0, cols[0] + 1, 0)][None])
-        F_new, current_new, acc = metropolis_flip(problem, variant, stats, F, current, cols, k_acc, *args,
-                                                  flip=i >= 0, known=known)
-        return F_new, current_new, accepted + acc * (i >= 0), clean & ~((acc > 0) & (i >= 0)).any()
+        F_new, current_new, acc, leave_i = metropolis_flip(problem, variant, stats, F, current, cols, k_acc, *args,
+                                                           flip=i >= 0, known=known)
+        return (F_new, current_new, accepted + acc * (i >= 0), clean & ~((acc > 0) & (i >= 0)).any(),
+                leave + jnp.sum(leave_i))
 
-    F, _, accepted, _ = jax.lax.fori_loop(-1, n_flips, body, (F, jnp.zeros(F.shape[0]), jnp.zeros(F.shape[0]),
-                                                              jnp.asarray(True)))
+    F, _, accepted, _, leave = jax.lax.fori_loop(-1, n_flips, body, (F, jnp.zeros(F.shape[0]), jnp.zeros(F.shape[0]),
+                                                                     jnp.asarray(True), jnp.zeros(())))
     accepted = accepted / n_flips
     if variant == "fs":
         accepted = jnp.zeros(n_concepts).at[0].set(accepted[0])
-    return state._replace(M=rows_to_M(variant, F, n_concepts)), accepted
+    out = (state._replace(M=rows_to_M(variant, F, n_concepts)), accepted)
+    return out + ((leave,) if with_move_probability else ())
 
 
-def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key):
+def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key, with_move_probability=False):
     """CVFS step 1, joint move of M and delta: Metropolized flips of the M_kj with delta integrated out of eq. 10
     (``delta_collapsed_log_density``: given Omega, delta is Gaussian), then delta redrawn from its Gaussian
     conditional given the new M. Each flip is an MH step on pi(M | Y, alpha, Omega, X) (delta marginalized), and the
@@ -128,7 +141,8 @@ def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key):
     drifted N(delta, Omega) conditional: on the Sec. 6 data the fixed-delta flips were accepted 0.6 % of the time
     and chains disagreed (r-hat up to 29). The rows are coupled through delta's posterior, so the flips are
     sequential: for i < flips_per_sweep and each row k = 1..K in turn, column order[i mod p] (systematic) or a
-    uniform column (random). Returns (state, acceptance per row)."""
+    uniform column (random). Returns (state, acceptance per row[, with ``with_move_probability`` the sum of the
+    flips' probabilities of moving M: the expected number of M's moves in the step])."""
     n_concepts, p = state.M.shape
     n_flips = jnp.maximum(jnp.asarray(problem.flips_per_sweep), 1)
     n_rows = n_concepts - 1
@@ -147,7 +161,7 @@ def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key):
 
     def body(t, carry):
         # t < 0: fill concept t + K + 1's terms without a flip (one traced copy of the collapsed terms: compile time)
-        M, terms, current, accepted = carry
+        M, terms, current, accepted, leave = carry
         init = t < 0
         k = jnp.where(init, t + n_concepts, 1 + jnp.maximum(t, 0) % n_rows)
         i = jnp.maximum(t, 0) // n_rows
@@ -162,14 +176,17 @@ def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key):
         accept = init | (jnp.log(jax.random.uniform(k_acc)) < proposed - current)
         pick = lambda a, b: jnp.where(accept, a, b)
         return (pick(M_new, M), jax.tree_util.tree_map(pick, terms_new, terms), pick(proposed, current),
-                accepted.at[k].add(jnp.where(init, 0.0, accept.astype(jnp.float64))))
+                accepted.at[k].add(jnp.where(init, 0.0, accept.astype(jnp.float64))),
+                leave + jnp.where(init, 0.0, _leave_probability(proposed - current)))
 
     zero_terms = DeltaCollapsedTerms(jnp.zeros(n_concepts), jnp.zeros((n_concepts, p, p)), jnp.zeros((n_concepts, p)))
-    M, terms, _, accepted = jax.lax.fori_loop(-n_concepts, n_flips * n_rows, body,
-                                              (state.M, zero_terms, jnp.asarray(0.0), jnp.zeros(n_concepts)))
+    M, terms, _, accepted, leave = jax.lax.fori_loop(-n_concepts, n_flips * n_rows, body,
+                                                     (state.M, zero_terms, jnp.asarray(0.0), jnp.zeros(n_concepts),
+                                                      jnp.zeros(())))
     mean, L = delta_conditional(terms, prior, Omega_inv)
     delta = mean + solve_lower_transpose(L, jax.random.normal(k_delta, (p,)))
-    return state._replace(M=M, delta=delta), accepted / n_flips
+    out = (state._replace(M=M, delta=delta), accepted / n_flips)
+    return out + ((leave,) if with_move_probability else ())
 
 
 def single_flip_step(problem: RegionProblem, variant: str, state: GibbsState, key):

@@ -64,17 +64,18 @@ def gibbs_step(key, state: GibbsState, problem: RegionProblem, variant: str) -> 
     """One full sweep (steps 1-4). Index 0 of the key's split is the chain's next key (``driver.next_key``)."""
     _, k_m, k_y, k_a, k_d, k_o, k_j = jax.random.split(key, 7)
     if variant == "cvfs":
-        state, accept_m = delta_collapsed_flip_step(problem, state, k_m)
+        state, accept_m, leave = delta_collapsed_flip_step(problem, state, k_m, with_move_probability=True)
     else:
-        state, accept_m = feature_flip_step(problem, variant, state, k_m)
+        state, accept_m, leave = feature_flip_step(problem, variant, state, k_m, with_move_probability=True)
     accept_j = jnp.asarray(1.0)
     if variant != "full":
         def joint(t, carry):
-            s, acc = carry
-            s, a = joint_flip_relabel_step(problem, variant, s, jax.random.fold_in(k_j, t))
-            return s, acc + a
+            s, acc, leave = carry
+            s, a, q = joint_flip_relabel_step(problem, variant, s, jax.random.fold_in(k_j, t),
+                                              with_move_probability=True)
+            return s, acc + a, leave + q
         n_joint = jnp.asarray(problem.joint_moves)
-        state, accept_j = jax.lax.fori_loop(0, n_joint, joint, (state, jnp.asarray(0.0)))
+        state, accept_j, leave = jax.lax.fori_loop(0, n_joint, joint, (state, jnp.asarray(0.0), leave))
         accept_j = accept_j / jnp.maximum(n_joint, 1)
     state, _ = label_step(problem, variant, state, k_y)
     accept_do = accept_o = jnp.asarray(1.0)
@@ -84,7 +85,7 @@ def gibbs_step(key, state: GibbsState, problem: RegionProblem, variant: str) -> 
         state, accept_do = delta_omega_step(problem, state, k_d)
     state = state._replace(warmup_left=jnp.maximum(state.warmup_left - 1, 0))
     return state, SweepInfo(accept_m, accept_do, jnp.asarray(accept_o, jnp.float64),
-                            jnp.asarray(accept_j, jnp.float64))
+                            jnp.asarray(accept_j, jnp.float64), jnp.asarray(leave, jnp.float64))
 
 
 def collected(state: GibbsState, variant: str, info: SweepInfo) -> dict:
@@ -96,7 +97,7 @@ def collected(state: GibbsState, variant: str, info: SweepInfo) -> dict:
     if variant == "cvfs":
         out.update(alpha=state.alpha, delta=state.delta, Omega=state.Omega)
     out.update(accept_M=info.accept_M, accept_delta_Omega=info.accept_delta_Omega, accept_Omega=info.accept_Omega,
-               accept_joint=info.accept_joint)
+               accept_joint=info.accept_joint, M_move_probability=info.move_probability_M)
     return out
 
 
@@ -104,7 +105,7 @@ def collect_names(variant: str) -> tuple:
     """The names ``collected`` gives for ``variant``."""
     names = ("Y", "M", "n_relevant", "label_proba", "unit_loglik")
     names += ("alpha", "delta", "Omega") if variant == "cvfs" else ()
-    return names + ("accept_M", "accept_delta_Omega", "accept_Omega", "accept_joint")
+    return names + ("accept_M", "accept_delta_Omega", "accept_Omega", "accept_joint", "M_move_probability")
 
 
 class Collect(NamedTuple):

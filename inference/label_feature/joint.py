@@ -44,7 +44,8 @@ def _pick_indicator(variant: str, state: GibbsState, key, pseudo):
     return flat // p, flat % p
 
 
-def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsState, key):
+def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsState, key,
+                            with_move_probability=False):
     """Joint Metropolis-Hastings move of one indicator and the labels it affects (FS: M_j shared by all concepts,
     every unit with a choice; CVFS: M_kj, the units whose S_i holds k), (mu, Sigma) integrated out, (alpha, delta,
     Omega) fixed. Proposal: flip the indicator ``_pick_indicator`` draws (M -> M'), then visit the affected units u_1..u_m
@@ -62,7 +63,8 @@ def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsSt
     entries of the two concepts involved alone (``cache_shift_entries``: 4 of FS's 2K+2 entries, 2-3 of CVFS's K+2).
     On the benchmark problem (100 units per move) this took the move from about 1.0 to 0.5 ms; updating only the
     changed entries then 0.35-0.38 to 0.24-0.26 ms (about 43 of the 100 labels change in a move's proposal).
-    Returns (state, accepted)."""
+    Returns (state, accepted[, with ``with_move_probability`` min(1, the Hastings ratio): the probability that the
+    proposed move changed M])."""
     n, p = problem.X.shape
     n_concepts = state.M.shape[0]
     k_pick, k_order, k_loop, k_acc = jax.random.split(key, 4)
@@ -137,5 +139,9 @@ def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsSt
     warm = (state.warmup_left > 0).astype(jnp.float64)
     state = state._replace(joint_tries=state.joint_tries.at[k, j].add(warm),
                            joint_accepts=state.joint_accepts.at[k, j].add(warm * accept))
-    return (state._replace(M=jnp.where(accept, M_new, state.M), Y=jnp.where(accept, Y_new, state.Y)),
-            accept.astype(jnp.float64))
+    out = (state._replace(M=jnp.where(accept, M_new, state.M), Y=jnp.where(accept, Y_new, state.Y)),
+           accept.astype(jnp.float64))
+    if with_move_probability:
+        log_ratio = flip + log_rev
+        out += (jnp.where(jnp.isnan(log_ratio), 0.0, jnp.exp(jnp.minimum(log_ratio, 0.0))),)
+    return out

@@ -84,6 +84,8 @@ class SweepInfo(NamedTuple):
     accept_delta_Omega: jnp.ndarray  # () 1 where the (delta, Omega) proposal was accepted (CVFS)
     accept_Omega: jnp.ndarray = 1.0  # () acceptance rate of the sweep's Omega random-walk steps (CVFS)
     accept_joint: jnp.ndarray = 1.0  # () acceptance rate of the sweep's joint (indicator, labels) moves
+    move_probability_M: jnp.ndarray = 0.0  # () the sweep's expected number of moves of M: the sum over its flips and
+    #                                        joint moves of each one's probability of changing M (min(1, ratio))
 
 
 def concept_suffstats(X, Y, n_concepts):

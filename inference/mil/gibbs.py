@@ -5,6 +5,8 @@ One sweep: {gamma, beta} then {delta2, Z}:
   beta  | gamma, delta2, Z                  ``draw_beta``
   (Z, beta) -> g (Z, beta)                 ``scale_move`` (marginal augmentation; not in the thesis, exact)
   delta2 | beta, gamma                      ``draw_delta2`` (or ``delta2_metropolis_step`` for other priors)
+  (gamma, beta) with Z integrated out      ``jump.jump_move`` (``jump_tries``: birth / death / swap of gamma,
+                                            beta redrawn; not in the thesis, exact)
   (beta, delta2) with Z integrated out      ``collapsed_beta.collapsed_beta_move`` (``beta_move="laplace"``;
                                             not in the thesis, exact)
   Z | beta, gamma, group observations      exact sign-pattern sampler + truncated normals
@@ -35,6 +37,7 @@ from zoo.inference.mil.kernel_selection import (SelectionInfo, active_rows, delt
 from zoo.inference.mil.rows import KernelRows, row_source
 from zoo.inference.mil.scale import SCALE_STEP, collapsed_scale_move
 from zoo.inference.mil.swap import swap_move
+from zoo.inference.mil.jump import jump_move
 from zoo.inference.linalg import ActiveSet, active_gram, active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.mil.orthant_sampler import (GroupLayout, count_constraint_log_weight, draw_z_given_signs,
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
@@ -108,6 +111,9 @@ class MILConfig(NamedTuple):
     #                                    (z_sampler="exact" only: Z is then drawn afresh given the new f)
     scale_step: float = SCALE_STEP     # their random-walk step on log g
     swap_tries: int = 10               # swap proposals of gamma (one kernel out, one in) per sweep (``mil_swap``)
+    jump_tries: int = 0                # Z-collapsed birth/death/swap tries of gamma, beta mapped along (``mil.jump``);
+    #                                    0: off (z_sampler="exact" only: Z is then drawn afresh given the new f)
+    jump_capacity: int = 20            # the largest active set the jumps start from or reach (their fits' size)
     row_function: Optional[Callable] = None  # phi of the kernel, for ``MILProblem.rows`` (rows on demand)
 
 
@@ -149,6 +155,7 @@ class MILInfo(NamedTuple):
     beta_acceptance: jnp.ndarray   # beta_move="laplace": accepted / proposed collapsed tries
     scale_acceptance: jnp.ndarray  # scale_tries > 0: accepted / proposed Z-collapsed scale tries
     swap_acceptance: jnp.ndarray   # swap_tries > 0: accepted / proposed swaps of gamma
+    jump_acceptance: jnp.ndarray   # jump_tries > 0: accepted / proposed Z-collapsed jumps of gamma
     log_likelihood: jnp.ndarray    # (G,) log p(observation_g | f)
 
 
@@ -366,7 +373,18 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
             jax.random.fold_in(k_scale, 2), beta_active, delta2, f, _collapsed_data(problem),
             _delta2_log_prior(config, hyper), config.scale_tries, config.scale_step)
         scale_acc = n_scale.astype(jnp.float64) / config.scale_tries
-    anchor, beta_acc = state.anchor, jnp.zeros(())
+    anchor, beta_acc, jump_acc = state.anchor, jnp.zeros(()), jnp.zeros(())
+    if config.jump_tries > 0 and config.z_sampler != "exact":
+        raise ValueError("jump_tries: the Z-collapsed jumps of gamma need z_sampler='exact' (set jump_tries=0)")
+    if config.jump_tries > 0 and config.update_gamma:
+        # after the delta2 draw: the jumps hold delta2 fixed and leave pi(gamma, beta | delta2, obs) invariant
+        aset, beta_active, n_jump = jump_move(
+            jax.random.fold_in(k_gamma, 2), aset, beta_active, delta2, problem.gram, psi_t,
+            _collapsed_data(problem), hyper.prior_a, hyper.prior_b, hyper.delta2_alpha, hyper.delta2_beta,
+            config.jump_tries, 0.5 * problem.ridge, problem.basis_mask, config.jump_capacity)
+        jump_acc = n_jump.astype(jnp.float64) / config.jump_tries
+        rows = active_rows(aset, psi_t)
+        f = beta_active @ rows
     if laplace:
         k_collapsed = jax.random.fold_in(k_scale, 1)     # (the default sweep's random stream stays as it was)
         beta_active, delta2, anchor, beta_acc, loglik = _collapsed_step(
@@ -382,7 +400,7 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
     info = MILInfo(gamma_acceptance=gamma_acc, n_active=aset.count, z_acceptance=jnp.asarray(z_acc, jnp.float64),
                    delta2_acceptance=jnp.asarray(d2_acc, jnp.float64), capacity_hits=sel.capacity_hits,
                    beta_acceptance=beta_acc, scale_acceptance=scale_acc, swap_acceptance=swap_acc,
-                   log_likelihood=loglik)
+                   jump_acceptance=jump_acc, log_likelihood=loglik)
     return new, info
 
 

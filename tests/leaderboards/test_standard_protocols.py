@@ -170,3 +170,86 @@ def test_mil_protocol_folds_grid_and_svm_baselines():
     for fn in (mi_svm_bag_scores, MI_svm_bag_scores):
         scores = fn(train, test)
         assert scores.shape == (test.n_bags,) and np.mean((scores > 0) == test.bag_labels) >= 0.85
+
+
+def test_results_io_is_a_leaf_that_drops_a_killed_runs_half_line(tmp_path):
+    import ast
+    import pathlib
+
+    from zoo.leaderboards import results_io
+    source = pathlib.Path(results_io.__file__).read_text()
+    imported = {a.name.split(".")[0] for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)
+                 and n.module}
+    assert imported <= {"__future__", "json", "pathlib", "typing"}          # nothing of zoo, nothing numerical
+    path = tmp_path / "deep" / "rows.jsonl"
+    assert results_io.read_results(path) == []
+    append = results_io.row_appender(path)
+    append({"a": 1})
+    append({"a": 2})
+    with path.open("a") as f:
+        f.write('{"a": 3, "b"')                     # killed while writing
+    assert results_io.read_results(path) == [{"a": 1}, {"a": 2}]
+    results_io.row_appender(path)({"a": 4})        # the half line is cut before the next row
+    assert results_io.read_results(path) == [{"a": 1}, {"a": 2}, {"a": 4}]
+
+
+def test_bag_log_likelihood_and_psis_loo_by_hand():
+    from zoo.experiments.mil_protocol import bag_log_likelihood, elpd_loo
+    log_neg = np.log(np.array([[0.2, 0.9], [0.4, 1.0]]))          # 2 draws, 2 bags (bag 0 positive)
+    ll = bag_log_likelihood(log_neg, np.array([1, 0]))
+    np.testing.assert_allclose(ll[:, 0], np.log([0.8, 0.6]))
+    np.testing.assert_allclose(ll[:, 1], np.log([0.9, 1.0]))
+    assert np.all(np.isfinite(bag_log_likelihood(np.zeros((2, 1)), np.array([1]))))   # Pr(positive) = 0: floored
+    # draws that agree exactly: leaving one out changes nothing, elpd = sum of the log likelihoods
+    same = np.tile(np.log([[0.7, 0.6, 0.9]]), (50, 1))
+    elpd, k = elpd_loo(same)
+    assert elpd == pytest.approx(np.log([0.7, 0.6, 0.9]).sum())
+    with pytest.raises(ValueError, match="log_lik"):
+        elpd_loo(np.array([[np.nan, 0.0], [0.0, 0.0]]))
+
+
+@pytest.mark.slow          # four compilations of the sampler and scorer: about 30 s on an idle machine
+def test_kueck_fold_selection_scores_each_fold_once_and_resumes():
+    from zoo.experiments.mil_protocol import kueck_fold_selected_scores, protocol_folds
+    data = _bags(n_bags=20, per=3)
+    folds = protocol_folds(data.bag_labels, runs=1, n_folds=2)[0]
+    seen = []
+    scores, records = kueck_fold_selected_scores(data, folds, sweeps=20, refit_sweeps=30, n_widths=2,
+                                                 kernels=("gaussian",), max_active=10, on_fold=seen.append)
+    assert [r["fold"] for r in records] == [0, 1] and seen == records
+    assert np.all((scores >= 0) & (scores <= 1))
+    for r in records:
+        assert len(r["evidence"]) == 2 and r["chosen"]["grid_position"] in (0, 1)
+        assert r["chosen"]["width"] == r["evidence"][r["chosen"]["grid_position"]]["width"]
+        best = max(e["score"] for e in r["evidence"])
+        assert r["evidence"][r["chosen"]["grid_position"]]["score"] == best     # the training-data score decides
+        np.testing.assert_array_equal(np.sort(r["bags"]), np.flatnonzero(folds == r["fold"]))
+    again, rest = kueck_fold_selected_scores(data, folds, sweeps=20, refit_sweeps=30, n_widths=2,
+                                             kernels=("gaussian",), max_active=10, skip=[0])
+    assert [r["fold"] for r in rest] == [1] and np.all(np.isnan(again[folds == 0]))
+    np.testing.assert_allclose(again[folds == 1], scores[folds == 1])            # same seeds, same fold
+    with pytest.raises(ValueError, match="criterion"):
+        kueck_fold_selected_scores(data, folds, criterion="aic")
+
+
+def test_document_shows_the_finished_folds_of_an_unfinished_run_apart():
+    from zoo.leaderboards.document import _mil_table, unfinished_runs
+    try:
+        from zoo.data.mil import load_mil_benchmark
+        labels = np.asarray(load_mil_benchmark("musk1").bag_labels)
+    except (FileNotFoundError, OSError):
+        pytest.skip("MIL benchmarks not available")
+    method, chosen = "Kück constraint (hold-out selected)", {"grid_position": 0, "n_widths": 6}
+    rows = [{"data": "musk1", "method": method, "run": 0, "accuracy": 80.0, "n_folds": 10, "chosen": [chosen]}]
+    fold = {"data": "musk1", "method": method, "chosen": chosen}
+    right = [0.9 if labels[b] else 0.1 for b in (0, 1, 2)]
+    folds = [dict(fold, run=0, fold=0, bags=[5], scores=[0.0]),                  # its run finished: not counted
+             dict(fold, run=1, fold=0, bags=[0, 1], scores=right[:2]),
+             dict(fold, run=1, fold=3, bags=[2], scores=[1 - right[2]]),         # wrong
+             dict(fold, run=1, fold=3, bags=[2], scores=[1 - right[2]])]         # the same fold twice: once
+    (row,) = unfinished_runs(rows, folds)
+    assert (row["run"], row["folds_done"], row["runs"]) == (1, 2, 0)
+    assert row["accuracy"][0] == pytest.approx(200 / 3)
+    text = "\n".join(_mil_table([row], []))
+    assert "UNFINISHED: 2 of 10 folds of run 1" in text and "sd over runs" not in text

@@ -181,3 +181,37 @@ def test_switch_rate_diagnostics(sec6_fit):
     assert ax.get_xlabel().startswith("independence")
     with pytest.raises(ValueError, match="not binary"):
         switch_rates(np.array([[[0, 2], [1, 1]]]), thin=1)
+
+
+def test_sampler_records_its_probability_of_moving_M(sec6_fit):
+    """M_move_probability (per sweep: the sum over the sweep's flips and joint moves of each one's probability of
+    changing M) is the evidence ``fit.diagnose()`` reads for an M that never moved; its sum over the run must agree
+    with the number of moves the sampler accepted (each accepted move is a Bernoulli draw of that probability)."""
+    _, fit = sec6_fit
+    stats = fit.idata.sample_stats
+    prob = stats["M_move_probability"].values
+    assert stats["M_move_probability"].attrs["kind"] == "move_probability"
+    assert stats["M_move_probability"].attrs["sites"].split() == ["M", "n_relevant"]
+    problem = fit.state["problem"]
+    n_flips = int(np.maximum(problem.flips_per_sweep, 1)) * stats["accept_M"].sizes["keyword"]
+    n_moves = n_flips + int(problem.joint_moves)
+    assert prob.shape == stats["accept_joint"].shape and np.all((prob >= 0) & (prob <= n_moves))
+    accepted = (stats["accept_M"].values.sum(-1) * int(np.maximum(problem.flips_per_sweep, 1))
+                + stats["accept_joint"].values * int(problem.joint_moves))
+    expected = prob.sum()
+    assert expected > 1.0                 # this posterior's M moves: the check below has something to compare
+    # sd of (accepted - expected) <= sqrt(expected) (a sum of Bernoulli draws of these probabilities)
+    assert abs(accepted.sum() - expected) < 4.0 * np.sqrt(expected) + 1.0, (accepted.sum(), expected)
+
+
+def test_an_M_that_never_moved_is_judged_by_the_samplers_probabilities():
+    """FS on well separated Sec. 6 data: M sits at the relevant features in every chain and draw; the verdict is
+    'certain' from the sampler's own probability of leaving (not from refusals alone)."""
+    regions = sec6_synthetic(n_per_concept=40, delta=1.2, seed=3)
+    fit = zoo.fit(zoo.model("gustafson07.fs"), regions, method="collapsed_gibbs", seed=0, num_chains=2,
+                  num_warmup=50, num_samples=100, progress_bar=False)
+    M = fit.idata.posterior["M"].values
+    assert np.all(M == M[:1, :1])                                    # never moved
+    table = fit.diagnose()
+    assert table.loc["M", "status"] == "certain", table.loc["M", "verdict"]
+    assert "probabilities of leaving the value sum to" in table.loc["M", "verdict"]

@@ -91,10 +91,13 @@ def _zscores(a, b, se_b=None):
 def _moved_by_sweeps(chi, n_sweeps: int, beta_move: str = "gibbs"):
     """Compiled (vmapped) transition theta -> theta' by ``n_sweeps`` Gibbs sweeps at each draw's own data (label
     codes and fractions traced); one compilation per problem structure: measurement and hybrid share theirs.
-    beta_move "laplace-fixed": the active set held fixed, Z integrated out (drawn given beta for the output)."""
+    beta_move "laplace-fixed": the active set held fixed, Z integrated out (drawn given beta for the output);
+    "jump": the default beta draw with the Z-collapsed jumps of gamma (``MILConfig.jump_tries`` 3)."""
     config = _setup("hybrid" if chi else "constraint")[6]
     if beta_move == "laplace-fixed":
         config = config._replace(beta_move="laplace", update_gamma=False, store_z=True)
+    elif beta_move == "jump":      # the Z-collapsed jumps of gamma (``mil.jump``) on, beta by its Gibbs draw
+        config = config._replace(jump_tries=3)
     else:
         config = config._replace(beta_move=beta_move)
     problem_for = _setup_problem_for(chi)
@@ -138,10 +141,12 @@ def _forward_halves(kwargs: dict, chi, n_draws: int, seed: int):
 @pytest.mark.parametrize("variant, beta_move", [("constraint", "gibbs"), ("measurement", "gibbs"),
                                                ("hybrid", "gibbs"), ("constraint", "laplace"),
                                                pytest.param("hybrid", "laplace", marks=pytest.mark.slow),
-                                               ("constraint", "laplace-fixed")])
+                                               ("constraint", "laplace-fixed"), ("constraint", "jump"),
+                                               pytest.param("hybrid", "jump", marks=pytest.mark.slow)])
 def test_gibbs_sweeps_leave_the_program_joint_invariant(variant, beta_move):
     """beta_move="laplace" adds the Z-collapsed Metropolis-Hastings move of (beta, delta2) to every sweep;
-    "laplace-fixed": the sweep of a fixed active set with Z integrated out (delta2 | beta, the collapsed move)."""
+    "laplace-fixed": the sweep of a fixed active set with Z integrated out (delta2 | beta, the collapsed move);
+    "jump": the sweep with the Z-collapsed birth / death / swap jumps of gamma (``zoo.inference.mil.jump``)."""
     psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws, n_sweeps = 6000, 4
     # labels: all LABEL_FREE (no constraint) under the measurement model

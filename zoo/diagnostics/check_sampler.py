@@ -181,19 +181,24 @@ def check_sampler(reference: Reference, samplers: Sequence[Any], *, draws: Seque
 
 
 def format_table(scores: Sequence[SamplerScore]) -> str:
-    """A fixed-width text table of the scores (one line per sampler and budget)."""
-    head = f"{'sampler':<48} {'draws':>6} {'chains':>6} {'sec':>8} {'compile':>8} {'RMSE':>8} {'max|z|':>7} " \
+    """A fixed-width text table of the scores (one line per sampler and budget); every float with three significant
+    figures (``zoo.reports.format_number``: 82.3, 0.0335, 4.26e+06), the draws and chains as integers."""
+    from zoo.reports import format_number   # the one number format of reports, notebooks and the CLI
+    head = f"{'sampler':<48} {'draws':>6} {'chains':>6} {'sec':>8} {'compile':>8} {'RMSE':>8} {'max|z|':>8} " \
            f"{'|z|>3':>6} {'bias2/var':>9}"
     lines = [head, "-" * len(head)]
     for s in scores:
-        lines.append(f"{s.sampler[:48]:<48} {s.draws:>6} {s.chains:>6} {s.seconds:>8.2f} {s.compile_seconds:>8.1f} "
-                     f"{s.rmse:>8.4f} {s.max_abs_z:>7.1f} {s.share_abs_z_over_3:>6.2f} {s.mean_bias2_over_var:>9.2f}")
+        cells = [format_number(float(v)) for v in (s.seconds, s.compile_seconds, s.rmse, s.max_abs_z,
+                                                   s.share_abs_z_over_3, s.mean_bias2_over_var)]
+        lines.append(f"{s.sampler[:48]:<48} {s.draws:>6} {s.chains:>6} {cells[0]:>8} {cells[1]:>8} {cells[2]:>8} "
+                     f"{cells[3]:>8} {cells[4]:>6} {cells[5]:>9}")
     return "\n".join(lines)
 
 
 def plot_error_vs_cost(scores: Sequence[SamplerScore], path=None, title: str = "", ax=None):
-    """RMSE against wall time after compilation (log-log), one line per sampler; saved to ``path`` when given;
-    drawn into ``ax`` when given. Returns the matplotlib figure."""
+    """RMSE against wall time after compilation (log-log), one line per sampler, each point labelled with its
+    budget (draws per chain x chains); saved to ``path`` when given; drawn into ``ax`` when given. Returns the
+    matplotlib figure."""
     import matplotlib
     if path is not None:
         matplotlib.use("Agg", force=False)
@@ -201,7 +206,10 @@ def plot_error_vs_cost(scores: Sequence[SamplerScore], path=None, title: str = "
     fig, ax = plt.subplots(figsize=(6, 4)) if ax is None else (ax.figure, ax)
     for name in dict.fromkeys(s.sampler for s in scores):
         mine = sorted((s for s in scores if s.sampler == name), key=lambda s: s.seconds)
-        ax.plot([s.seconds for s in mine], [s.rmse for s in mine], "o-", label=name)
+        line, = ax.plot([s.seconds for s in mine], [s.rmse for s in mine], "o-", label=name)
+        for s in mine:   # each point is one budget: say which
+            ax.annotate(f"{s.draws} draws x {s.chains}", (s.seconds, s.rmse), textcoords="offset points",
+                        xytext=(5, 4), fontsize=7, color=line.get_color())
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("wall time after compilation (s)")

@@ -163,9 +163,16 @@ def plot_ecdf_difference(result: SBCResult, path=None, alpha: float = 0.05):
         ax.plot(z, (u[:, None] <= z).mean(0) - z, color="C0")
         ax.axhline(0, color="0.5", lw=0.5)
         p = result.p_ecdf.get(name)
-        ax.set_title(f"{name}" + (f"  p={p:.3f}" if p is not None else ""), fontsize=8)
-    for ax in list(axes.flat)[len(names):]:
-        ax.axis("off")
+        ax.set_title(f"{name}" + (f"  p = {p:.3g}" if p is not None else ""), fontsize=8)
+    for index, ax in enumerate(axes.flat):
+        if index >= len(names):
+            ax.axis("off")
+            continue
+        # the outer panels carry the axis names (every panel shares them)
+        if index // cols == rows - 1 or index + cols >= len(names):
+            ax.set_xlabel("fractional rank of the truth", fontsize=8)
+        if index % cols == 0:
+            ax.set_ylabel("ECDF - uniform CDF", fontsize=8)
     fig.suptitle(f"SBC {result.model_id} ({result.method}, {result.method_kind}): ECDF - uniform, "
                  f"{int((1 - alpha) * 100)} % simultaneous band", fontsize=9)
     fig.tight_layout()
@@ -173,6 +180,11 @@ def plot_ecdf_difference(result: SBCResult, path=None, alpha: float = 0.05):
         fig.savefig(path, dpi=90)
         plt.close(fig)
     return fig
+
+
+#: the columns of ``sbc_table``'s rows (e.g. ``pandas.DataFrame(sbc_table(results), columns=SBC_TABLE_HEADER)``)
+SBC_TABLE_HEADER = ("model", "method", "kind", "sims", "draws", "quantities", "worst quantity", "min p (ECDF)",
+                    "min p (chi2)", "verdict (Bonferroni, alpha = 0.01)", "why")
 
 
 def sbc_table(results: Mapping[str, SBCResult | str], alpha: float = 0.01) -> list[list]:

@@ -1,38 +1,54 @@
 """MIL benchmarks by the literature's protocol: bag accuracy as the mean (and spread) of R runs of 10-fold
 cross-validation, each run with its own stratified folds (``stratified_bag_folds(seed=run)``).
 
-Everything a method chooses is chosen on the outer training bags only:
+Everything a method chooses is chosen on the outer training bags only; the test bags of a fold are scored once,
+by the chosen setting, after the choice.
 
-- Kück's constraint model: kernel (gaussian, cauchy) and width by an inner 3-fold cross-validation of the outer
-  training bags (held-out log score, ``kueck04_select.log_score``). The width grid is spanned, for each outer fold
-  and before any fit, from the distance distribution of its standardized training instances (``width_grid``):
-  from half the median nearest-neighbour distance (below it, every kernel sees only its own instance) to the 90th
-  percentile of the pairwise distances, log-spaced; so the narrow end is not cut at a multiple of the median.
+- Kück's constraint model, its kernel (gaussian, cauchy) and width chosen per outer fold
+  (``kueck_fold_selected_scores``) by one of:
+  "Kück constraint (hold-out selected)": each setting fitted on a stratified 2/3 of the outer training bags and
+  scored by the held-out third's mean log probability of its labels (``kueck04_select.log_score``, a proper
+  scoring rule), the best refitted on all outer training bags;
+  "Kück constraint (PSIS-LOO selected)": each setting fitted once on all outer training bags and scored by its
+  PSIS-LOO expected log predictive density of the training bags' labels (Vehtari, Gelman & Gabry 2017;
+  ``arviz.loo`` on the per-draw bag log likelihood), no refit. Measured on Musk1, its Pareto k exceeds 0.7 for
+  nearly every setting (a basis function on every training instance lets each bag's own kernels carry it, so
+  leaving a bag out moves the posterior too far for importance sampling): kept for the record, not used;
+  "Kück constraint (selected)" (``kueck_selected_scores``): inner 3-fold CV then a refit, 3 times the
+  selection fits of the hold-out.
+  The width grid is spanned, for each outer fold and before any fit, from the distance distribution of its
+  standardized training instances (``width_grid``): from half the median nearest-neighbour distance (below it,
+  every kernel sees only its own instance) to the 90th percentile of the pairwise distances, log-spaced; so the
+  narrow end is not cut at a multiple of the median.
 - mi-SVM and MI-SVM (Andrews, Tsochantaridis & Hofmann 2003), run by the zoo with scikit-learn's SVC (RBF,
   gamma = "scale", C = 1, features standardized on the training instances; fixed before any run): the heuristic
   loops of their Fig. 1 (mi-SVM: instance labels of positive bags re-estimated by the SVM's sign, at least one
   positive per positive bag; MI-SVM: one witness per positive bag, the instance of largest margin, starting from
-  the bag's mean). Bag score: the largest instance margin.
+  the bag's mean). Bag score: the largest instance margin. mi-SVM trains on the same instances in every loop, so
+  their RBF kernel matrix is computed once per fold (``kernel="precomputed"``: the same SVM, faster).
 
-``run_protocol(name, runs, ...)`` appends one row per (method, run) to a JSON-lines file as it finishes, so a
-killed run keeps what it finished; ``summarize_protocol`` (``zoo.leaderboards.document``) gives mean ± sd over
-runs.
+``run_protocol(name, runs, ...)`` appends one row per (method, run) to a JSON-lines file as it finishes, and for
+Kück's model one row per finished fold to a second file, so a killed run keeps what it finished and a rerun
+resumes at the next fold; ``summarize_protocol`` (``zoo.leaderboards.document``) gives mean ± sd over runs.
+``python -m zoo.experiments.mil_protocol --data musk1 --runs 10 --methods kueck-holdout`` runs it from a shell.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import pathlib
 import time
+import warnings
 
 import numpy as np
 
 from zoo.data import Bags
 from zoo.data.mil import load_mil_benchmark, stratified_bag_folds, subset_bags
 from zoo.leaderboards.document import summarize_protocol
+from zoo.leaderboards.results_io import read_results, row_appender
 
 __all__ = ["ProtocolRun", "width_grid", "protocol_folds", "mi_svm_bag_scores", "MI_svm_bag_scores",
-           "kueck_selected_scores", "run_protocol", "summarize_protocol", "KERNELS"]
+           "bag_log_likelihood", "elpd_loo", "selection_parts", "selection_shapes", "kueck_fold_selected_scores", "kueck_selected_scores", "run_protocol",
+           "summarize_protocol", "KERNELS", "KUECK_HOLDOUT", "KUECK_LOO", "KUECK_INNER_CV", "CRITERIA"]
 
 KERNELS = ("gaussian", "cauchy")
 
@@ -71,14 +87,28 @@ def _svc(X, y):
     return SVC(C=1.0, kernel="rbf", gamma="scale").fit(X, y)
 
 
+def _rbf(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
+    """(len(A), len(B)) exp(-gamma |a - b|^2)."""
+    sq = np.sum(A * A, 1)[:, None] + np.sum(B * B, 1)[None, :] - 2.0 * A @ B.T
+    return np.exp(-gamma * np.maximum(sq, 0.0))
+
+
 def mi_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20) -> np.ndarray:
-    """mi-SVM (Andrews et al. 2003, Sec. 2): (B_test,) bag scores (largest instance margin)."""
+    """mi-SVM (Andrews et al. 2003, Sec. 2): (B_test,) bag scores (largest instance margin). Every loop trains on
+    all training instances, so the RBF kernel (gamma = "scale" = 1 / (D Var X), as scikit-learn's) is computed
+    once."""
+    from sklearn.svm import SVC
     X, Xt = _standardized(train.X, train.X), _standardized(test.X, train.X)
+    gamma = 1.0 / (X.shape[1] * X.var()) if X.var() > 0 else 1.0
+    K = _rbf(X, X, gamma)
+
+    def svc(labels):
+        return SVC(C=1.0, kernel="precomputed").fit(K, labels)
     positive_bag = np.asarray(train.bag_labels)[train.bag_ids] == 1
     y = positive_bag.astype(int)
-    model = _svc(X, y)
+    model = svc(y)
     for _ in range(max_iter):
-        f = model.decision_function(X)
+        f = model.decision_function(K)
         new = np.where(positive_bag, (f > 0).astype(int), 0)
         for b in np.unique(train.bag_ids[positive_bag]):        # at least one positive instance per positive bag
             members = np.flatnonzero(train.bag_ids == b)
@@ -87,8 +117,8 @@ def mi_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20) -> np.ndarray
         if np.array_equal(new, y):
             break
         y = new
-        model = _svc(X, y)
-    f = model.decision_function(Xt)
+        model = svc(y)
+    f = model.decision_function(_rbf(Xt, X, gamma))
     return np.array([f[test.bag_ids == b].max() for b in range(test.n_bags)])
 
 
@@ -157,7 +187,138 @@ def kueck_selected_scores(data: Bags, folds: np.ndarray, *, n_inner: int = 3, in
     return scores, chosen
 
 
+def bag_log_likelihood(log_all_negative: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """(S, B) log Pr(y_b | draw s) from (S, B) log Pr(bag b negative | draw s) and the 0/1 labels (B,): the
+    negative bags' own values, log(1 - Pr(negative)) for the positive ones (floored where a draw gives a positive
+    bag probability below ~1e-300, so the value stays finite)."""
+    log_neg = np.asarray(log_all_negative, dtype=np.float64)
+    positive = np.asarray(labels) == 1
+    log_pos = np.log(-np.expm1(np.minimum(log_neg, -1e-300)))
+    return np.where(positive[None, :], log_pos, log_neg)
+
+
+def elpd_loo(log_lik: np.ndarray) -> tuple[float, float]:
+    """(PSIS-LOO expected log predictive density, largest Pareto k) of (S, B) per-draw log likelihoods of B
+    observations from one chain (``arviz.loo``, relative efficiency 1)."""
+    import arviz as az
+    log_lik = np.asarray(log_lik, dtype=np.float64)
+    if log_lik.ndim != 2 or log_lik.shape[0] < 2 or not np.all(np.isfinite(log_lik)):
+        raise ValueError(f"log_lik: expected finite (S >= 2, B) per-draw log likelihoods, got {log_lik.shape}")
+    with warnings.catch_warnings():       # a large Pareto k is reported in the result, not printed per fit
+        warnings.simplefilter("ignore")
+        result = az.loo(az.from_dict(log_likelihood={"y": log_lik[None]}), reff=1.0)
+    return float(result.elpd_loo), float(np.max(np.asarray(result.pareto_k)))
+
+
+CRITERIA = ("holdout", "psis-loo")
+
+
+def _finite(score: float) -> float:
+    return score if np.isfinite(score) else -np.inf
+
+
+def selection_parts(data: Bags, folds: np.ndarray, k: int, criterion: str = "holdout") -> tuple[Bags, Bags, Bags]:
+    """(outer training bags, bags the selection fits see, bags the selection scores) of outer fold k: for
+    "holdout" a stratified 2/3 and the other third of the training bags (``stratified_bag_folds(labels, 3,
+    seed=1)``, third 0 held out), for "psis-loo" the training bags twice."""
+    train = subset_bags(data, np.flatnonzero(np.asarray(folds) != k))
+    if criterion != "holdout":
+        return train, train, train
+    inner = stratified_bag_folds(train.bag_labels, 3, seed=1)
+    return train, subset_bags(train, np.flatnonzero(inner != 0)), subset_bags(train, np.flatnonzero(inner == 0))
+
+
+def selection_shapes(data: Bags, fold_sets, criterion: str, max_active: int, basis: int | None):
+    """(selection fits' shape, refits' shape): the largest of every outer fold of every folds array of
+    ``fold_sets`` (``kueck04_cv.job_shape``, without building a kernel matrix)."""
+    from zoo.inference.mil.padding import PaddedShape
+    from zoo.papers.kueck04_cv import job_shape
+    spec = _spec(KERNELS[0], 1.0, max_active, basis)        # the shapes depend on the data and basis only
+    select, refit = [], []
+    for folds in fold_sets:
+        for k in np.unique(folds):
+            train, fit_on, _ = selection_parts(data, folds, int(k), criterion)
+            select.append(job_shape(spec, fit_on))
+            refit.append(job_shape(spec, train))
+    return tuple(PaddedShape(*np.max(np.array(shapes), axis=0).tolist()) for shapes in (select, refit))
+
+
+def kueck_fold_selected_scores(data: Bags, folds: np.ndarray, *, criterion: str = "holdout", sweeps: int = 300,
+                               refit_sweeps: int = 1000, max_active: int = 100, basis: int | None = None,
+                               n_widths: int = 6, kernels=KERNELS, seed: int = 0, skip=(), on_fold=None,
+                               max_draws: int = 500, pad_to=None) -> tuple[np.ndarray, list]:
+    """Kück's constraint model with kernel and width chosen per outer fold on its training bags only, one outer
+    fold at a time (each finished fold handed to ``on_fold``, so a long run can be resumed with ``skip``).
+
+    For each outer fold k of ``folds`` (B,) not in ``skip``, over ``kernels`` x ``width_grid(training
+    instances, n_widths)``:
+    - ``criterion="holdout"``: each setting is fitted (``sweeps`` warm-up + ``sweeps`` kept) on a stratified
+      2/3 of the training bags (``stratified_bag_folds(labels, 3, seed=1) != 0``) and scored by the held-out
+      third's mean log probability of its labels (``kueck04_select.log_score``); the best setting is refitted on
+      all training bags (``refit_sweeps`` + ``refit_sweeps``);
+    - ``criterion="psis-loo"``: each setting is fitted on all training bags and scored by ``elpd_loo`` of their
+      labels; the best fit is kept (no refit). Its Pareto k is recorded: above 0.7 the estimate is unreliable.
+    The test bags are read only after the choice, by the chosen fit (posterior mean Pr(bag positive)). Seeds:
+    ``seed + 100 k + setting`` (the refit ``seed + 100 k + 99``). All folds' selection fits share one padded
+    shape and compilation, and all refits another; ``pad_to`` (``selection_shapes`` of several runs' folds)
+    widens both shapes so that further runs reuse them. Returns (scores (B,), nan for skipped folds; one record
+    per fitted fold {fold, bags (test bag indices), scores, chosen, evidence (per setting)})."""
+    from zoo.experiments.kueck04_select import log_score
+    from zoo.papers.kueck04_cv import draw_log_all_negative, fold_scores, iter_fit_padded
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion: expected one of {CRITERIA}, got {criterion!r}")
+    folds = np.asarray(folds)
+    outer = [int(k) for k in np.unique(folds) if int(k) not in {int(j) for j in skip}]
+    plans = {}
+    for k in outer:                    # every fold's grid and parts fixed before any fit
+        train, fit_on, score_on = selection_parts(data, folds, k, criterion)
+        grid = [(kernel, float(w)) for kernel in kernels for w in width_grid(train.X, n_widths)]
+        plans[k] = (train, grid, fit_on, score_on)
+    if pad_to is None:
+        pad_to = selection_shapes(data, [folds], criterion, max_active, basis)
+    like, refit_like = [pad_to[0]], [pad_to[1]]
+    scores = np.full(data.n_bags, np.nan)
+    records = []
+    for k in outer:
+        train, grid, fit_on, score_on = plans[k]
+        jobs = [(_spec(kernel, width, max_active, basis), fit_on, seed + 100 * k + s)
+                for s, (kernel, width) in enumerate(grid)]
+        evidence, best, best_fit = [], -1, None
+        for (spec, _, _), fit in zip(jobs, iter_fit_padded(jobs, num_warmup=sweeps, num_samples=sweeps,
+                                                           pad_to=like)):
+            log_neg = draw_log_all_negative(spec, fit, score_on, max_draws)
+            entry = {"kernel": spec.options["kernel"], "width": spec.options["width"],
+                     "capacity_hits": fit.capacity_hits, "seconds": fit.seconds}
+            if criterion == "holdout":
+                entry["score"] = log_score(1.0 - np.mean(np.exp(log_neg), axis=0), np.asarray(score_on.bag_labels))
+            else:
+                entry["score"], entry["pareto_k_max"] = elpd_loo(bag_log_likelihood(log_neg, score_on.bag_labels))
+            evidence.append(entry)
+            # only the best fit so far is held; a failed estimate (nan: PSIS-LOO with infinite weights) never wins
+            if best < 0 or _finite(entry["score"]) > _finite(evidence[best]["score"]):
+                best, best_fit = len(evidence) - 1, (spec, fit)
+        spec, fit = best_fit
+        if criterion == "holdout":
+            fit = next(iter_fit_padded([(spec, train, seed + 100 * k + 99)], num_warmup=refit_sweeps,
+                                       num_samples=refit_sweeps, pad_to=refit_like))
+        held = np.flatnonzero(folds == k)
+        scores[held] = fold_scores(spec, fit, subset_bags(data, held), max_draws)
+        record = {"fold": k, "bags": held.tolist(), "scores": scores[held].tolist(),
+                  "chosen": {"kernel": grid[best][0], "width": grid[best][1], "grid_position": best % n_widths,
+                             "n_widths": n_widths},
+                  "evidence": evidence, "refit_seconds": fit.seconds if criterion == "holdout" else 0.0}
+        records.append(record)
+        if on_fold is not None:
+            on_fold(record)
+    return scores, records
+
+
 METHODS = {"mi-SVM": (mi_svm_bag_scores, 0.0), "MI-SVM": (MI_svm_bag_scores, 0.0)}
+KUECK_HOLDOUT = "Kück constraint (hold-out selected)"
+KUECK_LOO = "Kück constraint (PSIS-LOO selected)"
+KUECK_INNER_CV = "Kück constraint (selected)"
+#: Kück's model with its setting chosen one outer fold at a time (resumable), and the criterion of each
+FOLD_SELECTED = {KUECK_HOLDOUT: "holdout", KUECK_LOO: "psis-loo"}
 
 
 @dataclasses.dataclass
@@ -166,49 +327,113 @@ class ProtocolRun:
     rows: list
 
 
-def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", "Kück constraint (selected)"),
-                 n_folds: int = 10, inner_sweeps: int = 300, outer_sweeps: int = 1000, basis: int | None = None,
-                 log=print) -> ProtocolRun:
-    """Runs 0..runs-1 of ``n_folds``-fold CV on the benchmark ``name``; one row {data, method, run, accuracy
-    (%), seconds, protocol, chosen} per (method, run) appended to ``results`` (JSON lines); rows already there
-    are reused."""
+def _folds_path(results) -> pathlib.Path:
     path = pathlib.Path(results)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    rows = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                break
-            if row["data"] == name:
-                done.add((row["method"], row["run"]))
-                rows.append(row)
+    return path.with_name(path.stem + "_folds" + path.suffix)
+
+
+def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", KUECK_HOLDOUT), n_folds: int = 10,
+                 first_run: int = 0, inner_sweeps: int = 300, outer_sweeps: int = 1000, sweeps: int = 300,
+                 refit_sweeps: int = 1000, n_widths: int = 6, max_active: int = 100, basis: int | None = None,
+                 log=print) -> ProtocolRun:
+    """Runs ``first_run``..``runs``-1 of ``n_folds``-fold CV on the benchmark ``name``; one row {data, method,
+    run, accuracy (%), seconds, n_folds, chosen, sweeps, ...} per (method, run) appended to ``results`` (JSON
+    lines); rows already there are reused. Kück's model chosen per fold (``FOLD_SELECTED``: ``sweeps``,
+    ``refit_sweeps``, ``n_widths``, ``max_active``, ``basis``; ``kueck_fold_selected_scores``) also appends each
+    finished fold to ``<results stem>_folds.jsonl`` and resumes from the folds there with the same settings;
+    under inner 3-fold CV (``inner_sweeps``, ``outer_sweeps``) a run is all or nothing."""
+    known = (*METHODS, *FOLD_SELECTED, KUECK_INNER_CV)
+    unknown = [m for m in methods if m not in known]
+    if unknown:
+        raise ValueError(f"methods: unknown {unknown[0]!r}; choose from {', '.join(map(repr, known))}")
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or not 0 <= first_run < runs:
+        raise ValueError(f"runs, first_run: expected 0 <= first_run < runs, got {first_run!r}, {runs!r}")
+    rows = [r for r in read_results(results) if r["data"] == name]
+    done = {(r["method"], r["run"]) for r in rows}
+    append = row_appender(results)
+    fold_rows = [r for r in read_results(_folds_path(results)) if r["data"] == name]
+    append_fold = row_appender(_folds_path(results))
     data = load_mil_benchmark(name)
     y = np.asarray(data.bag_labels)
-    for r, folds in enumerate(protocol_folds(y, runs, n_folds)):
+    all_folds = protocol_folds(y, runs, n_folds)
+    # Kück's fits of every run padded to one shape (one compilation per process, not two per run)
+    pad_to = {criterion: selection_shapes(data, all_folds, criterion, max_active, basis)
+              for criterion in {FOLD_SELECTED[m] for m in methods if m in FOLD_SELECTED}}
+    for r, folds in enumerate(all_folds):
+        if r < first_run:
+            continue
         for method in methods:
             if (method, r) in done:
                 continue
             t0 = time.perf_counter()
-            chosen = []
+            extra = {}
             if method in METHODS:
                 fn, threshold = METHODS[method]
                 scores = np.zeros(data.n_bags)
                 for k in range(n_folds):
                     scores[folds == k] = fn(subset_bags(data, np.flatnonzero(folds != k)),
                                             subset_bags(data, np.flatnonzero(folds == k)))
+                chosen = []
+            elif method in FOLD_SELECTED:
+                criterion = FOLD_SELECTED[method]
+                setting = {"criterion": criterion, "sweeps": sweeps, "refit_sweeps": refit_sweeps,
+                           "n_widths": n_widths, "max_active": max_active, "basis": basis}
+                old = {f["fold"]: f for f in fold_rows if (f["method"], f["run"]) == (method, r)
+                       and f["setting"] == setting}
+
+                def keep(record, r=r, method=method, setting=setting):
+                    append_fold({"data": name, "method": method, "run": r, "setting": setting, **record})
+                    log(f"{name} run {r} fold {record['fold']}: {record['chosen']['kernel']} width "
+                        f"{record['chosen']['width']:.2f} (grid position {record['chosen']['grid_position']})")
+                scores, records = kueck_fold_selected_scores(
+                    data, folds, criterion=criterion, sweeps=sweeps, refit_sweeps=refit_sweeps,
+                    max_active=max_active, basis=basis, n_widths=n_widths, seed=10_000 * r, skip=old, on_fold=keep,
+                    pad_to=pad_to[criterion])
+                records = sorted(list(old.values()) + records, key=lambda f: f["fold"])
+                for f in old.values():
+                    scores[f["bags"]] = f["scores"]
+                chosen = [f["chosen"] for f in records]
+                threshold = 0.5
+                extra = {"selection": criterion, "sweeps": [sweeps, refit_sweeps], "max_active": max_active,
+                         "basis": basis, "fit_seconds": sum(e["seconds"] for f in records for e in f["evidence"])
+                         + sum(f.get("refit_seconds", 0.0) for f in records)}
             else:
                 scores, chosen = kueck_selected_scores(data, folds, inner_sweeps=inner_sweeps,
                                                        outer_sweeps=outer_sweeps, basis=basis)
                 threshold = 0.5
+                extra = {"selection": "inner 3-fold CV", "sweeps": [inner_sweeps, outer_sweeps]}
             accuracy = 100 * float(np.mean((scores > threshold) == y))
             row = {"data": name, "method": method, "run": r, "accuracy": accuracy,
                    "seconds": time.perf_counter() - t0, "n_folds": n_folds, "chosen": chosen,
-                   "sweeps": [inner_sweeps, outer_sweeps] if chosen else None}
-            with path.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+                   "sweeps": None, **extra}
+            append(row)
             rows.append(row)
             log(f"{name} run {r} {method}: {row['accuracy']:.1f} % ({row['seconds']:.0f} s)")
     return ProtocolRun(rows)
+
+
+def main(argv=None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(description="MIL benchmarks by the literature's protocol (R x 10-fold CV).")
+    parser.add_argument("--data", required=True, choices=("musk1", "musk2", "elephant"))
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--first-run", type=int, default=0)
+    parser.add_argument("--methods", default="mi-SVM,MI-SVM,kueck-holdout",
+                        help="comma-separated: mi-SVM, MI-SVM, kueck-holdout, kueck-loo, kueck-inner-cv")
+    parser.add_argument("--results", default="docs/results/mil_protocol_rows.jsonl")
+    parser.add_argument("--sweeps", type=int, default=300, help="warm-up and kept sweeps per selection fit")
+    parser.add_argument("--refit-sweeps", type=int, default=1000, help="warm-up and kept sweeps per refit")
+    parser.add_argument("--widths", type=int, default=6)
+    parser.add_argument("--max-active", type=int, default=100)
+    parser.add_argument("--basis", type=int, default=None)
+    args = parser.parse_args(argv)
+    alias = {"kueck-holdout": KUECK_HOLDOUT, "kueck-loo": KUECK_LOO, "kueck-inner-cv": KUECK_INNER_CV}
+    methods = tuple(alias.get(m.strip(), m.strip()) for m in args.methods.split(",") if m.strip())
+    run_protocol(args.data, args.runs, args.results, methods=methods, first_run=args.first_run,
+                 sweeps=args.sweeps, refit_sweeps=args.refit_sweeps, n_widths=args.widths, max_active=args.max_active, basis=args.basis,
+                 log=lambda text: print(text, flush=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,7 +9,7 @@ import numpy as np
 
 from zoo.reports import Claim, mark
 
-__all__ = ["carbonetto03_claims", "gustafson07_claims", "kueck04_claims"]
+__all__ = ["carbonetto03_claims", "gustafson07_claims", "kueck04_claims", "ross03_claims", "yakhnenko_claims"]
 
 def carbonetto03_claims(res2, res5, fast: bool, paper_sec2: dict, symmetric: str) -> list:
     """The paper's claims of Sec. 2 and 5.2 (``res2``: Sec2Result, ``res5``: Sec52Result of the module), each
@@ -93,3 +93,46 @@ def kueck04_claims(ring_rows: list[dict], thesis: dict) -> list:
               paper={"Z acceptance, Metropolis sampler": thesis["z_acceptance"]}, tolerance=0.1,
               why="Not explained by what this run measures (see the table's note)."),
     ]
+
+
+def ross03_claims(rows: list, table: str, tolerance: float, why: str) -> list:
+    """The thesis' Table 3.1 (test RMS on shapes) against the zoo's Table 3.1 (``rows``: (model and setting,
+    description length, zoo RMS, thesis RMS)): the ordering of the model families, the ordering of the MCVQ
+    settings, each number within ``tolerance``; ``why``: what differs from the thesis' runs."""
+    zoo = {r[0]: float(r[2]) for r in rows}
+    thesis = {r[0]: float(r[3]) for r in rows}
+    families = ["MCVQ 3 VQs, 12 states", "PCA 12 components", "NMF 12 vectors", "VQ 38 vectors"]
+    settings = ["MCVQ 3 VQs, 12 states", "MCVQ 2 VQs, 18 states", "MCVQ 4 VQs, 9 states", "MCVQ 8 VQs, 4 states",
+                "MCVQ 6 VQs, 6 states"]
+    out = []
+    for quote, labels, order in (
+            ("MCVQ (3 VQs x 12 states) reconstructs unseen shapes best: test RMS 0.21, PCA (12 components) 0.22, "
+             "NMF (12 vectors) 0.35, VQ (38 vectors) 0.49 (Table 3.1)", families, families),
+            # the thesis ties 2 x 18 with 4 x 9 (0.26) and 8 x 4 with 6 x 6 (0.34, 0.35): the ordering checked is
+            # that of the three groups, one member each; every number is checked against the tolerance
+            ("Of the MCVQ settings, 3 x 12 is best (0.21), 2 x 18 and 4 x 9 next (0.26), 8 x 4 and 6 x 6 worst "
+             "(0.34, 0.35) (Table 3.1)", settings, settings[:2] + settings[3:4])):
+        c = Claim(quote, table, {k: zoo[k] for k in labels}, paper={k: thesis[k] for k in labels}, order=order,
+                  higher_is_better=False, tolerance=tolerance)
+        c.why = "" if c.agrees() else f"The zoo's run differs from the thesis': {why}."
+        out.append(c)
+    return out
+
+
+def yakhnenko_claims(rows: dict, table: str, column: str, paper_table1: dict, paper_column: int,
+                     data: str) -> list:
+    """The paper's Table 1 ordering of the methods (VOC 2007) against the zoo's table ``table`` on other data:
+    ``rows`` {method: {column: accuracy %}} as tabled; ``paper_table1`` {method: (per region, per caption)} and
+    ``paper_column`` which of the two is compared; ``data`` names the zoo's data set. Methods the run left out (the
+    logistic regression in --fast) are not compared."""
+    kind = ("per region", "per caption")[paper_column]
+    order = sorted((m for m in paper_table1 if m in rows and rows[m].get(column) is not None),
+                   key=lambda m: -paper_table1[m][paper_column])
+    quote = (f"{kind} accuracy %: " + ", ".join(f"{m} {paper_table1[m][paper_column]:.2f}" for m in order)
+             + " (Table 1, VOC 2007)")
+    c = Claim(quote, table, {m: float(rows[m][column]) for m in order}, order=order)
+    c.why = "" if c.agrees() else (
+        f"The zoo's numbers are on {data}, the paper's on VOC 2007 (not available here) with other images, words "
+        "and visual features; only the ordering is comparable, and an ordering that differs on other data is a "
+        "finding about these data, not a failed reproduction of VOC 2007.")
+    return [c]

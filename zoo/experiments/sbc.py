@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zoo.diagnostics.sbc import SBCResult, plot_ecdf_difference, run_sbc, sbc_table
+from zoo.diagnostics.sbc import SBC_TABLE_HEADER, SBCResult, plot_ecdf_difference, run_sbc, sbc_table
 
 __all__ = ["kueck04_sbc", "gustafson07_sbc", "explain", "SBCRun", "run_all", "reproduce", "PROTOCOL", "FULL", "FAST"]
 
@@ -329,8 +329,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool = False):
     t0 = time.perf_counter()
     settings = FAST if fast else FULL
     results = run_all(fast).rows
-    header = ["model", "method", "kind", "sims", "draws", "quantities", "worst quantity", "min p (ECDF)",
-              "min p (chi2)", "verdict (Bonferroni, alpha = 0.01)", "why"]
+    header = list(SBC_TABLE_HEADER)
     items = [Table("SBC of every model id", header, sbc_table(results),
                    note="p: uniformity of the ranks (ECDF gamma test by simulation; chi-square on 10 bins)")]
     for model_id, res in results.items():

@@ -35,6 +35,7 @@ import numpy as np
 from zoo.data.containers import AnnotatedRegions
 from zoo.leaderboards.corel5k import corel5k_leaderboard, corel5k_split
 from zoo.leaderboards.methods import FAST_METHODS, METHODS, METRICS, Scores, Settings, summarize, timed_row
+from zoo.leaderboards.results_io import read_results, row_appender
 
 __all__ = ["Scores", "Split", "make_split", "evaluate", "tie_accuracy", "METHODS", "FAST_METHODS", "leaderboard",
            "summarize", "markdown_table", "table_rows", "plot_leaderboard", "msrc_regions", "corel5k_split",
@@ -193,55 +194,19 @@ def msrc_pixel_counts(segmentation: str = "ncut", features: str = "carbonetto03"
     return counts[np.isin(table["image_index"], images)]
 
 
-def read_results(path) -> list[dict]:
-    """The rows of a ``results`` file (JSON lines; a truncated last line, from a killed run, is dropped)."""
-    import json
-    import pathlib
-
-    path = pathlib.Path(path)
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return rows
-
-
-def _sink(results):
-    """A function appending one row as a JSON line to ``results`` (flushed at once), or None."""
-    if results is None:
-        return None
-    import json
-    import pathlib
-
-    path = pathlib.Path(results)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        text = path.read_text()
-        if text and not text.endswith("\n"):     # a killed run's half-written last row: dropped
-            path.write_text(text[: text.rfind("\n") + 1])
-
-    def write(row):
-        with path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-    return write
-
-
 def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False, *, test_fraction: float = 0.5,
-                log=print, results=None, **data_options) -> list[dict]:
+                log=print, results=None, only_splits=None, **data_options) -> list[dict]:
     """Rows {dataset, method, family, split, <metrics>} for every method x split (a failing method keeps its rows,
     with nan metrics and the error in ``error``). data: an ``AnnotatedRegions``, "msrc_v2" (``data_options``
     go to ``msrc_regions``) or "corel5k" (``corel5k_leaderboard``); models: names of ``METHODS`` (None: all, or
     ``FAST_METHODS`` when ``fast``; for Corel5k names of ``corel5k_methods``). results: a JSON-lines file each
     row is appended to as soon as it is done, so a killed run keeps what it finished; rows already there (same
-    dataset, method, split) are read back instead of run again."""
+    dataset, method, split) are read back instead of run again. only_splits: run only these seeds of
+    0..splits-1 (MSRC-v2 and user data; ``zoo.leaderboards.split_workers`` runs each split in its own process)."""
     if isinstance(splits, bool) or not isinstance(splits, (int, np.integer)) or splits < 1:
         raise ValueError(f"splits: expected a positive int, got {splits!r}")
     previous = read_results(results) if results is not None else []
-    sink = _sink(results)
+    sink = row_appender(results) if results is not None else None
     if isinstance(data, str) and data == "corel5k":
         old = [r for r in previous if r["dataset"] == "corel5k" and r["split"] < splits
                and (models is None or r["method"] in models)]
@@ -265,6 +230,8 @@ def leaderboard(data="msrc_v2", models=None, splits: int = 5, fast: bool = False
     done = {(r["method"], r["split"]): r for r in previous if r["dataset"] == label}
     rows = []
     for seed in range(int(splits)):
+        if only_splits is not None and seed not in only_splits:
+            continue
         todo = [name for name in names if (name, seed) not in done]
         rows += [done[(name, seed)] for name in names if (name, seed) in done]
         if not todo:
@@ -347,6 +314,15 @@ def plot_leaderboard(summary: list[dict], path):
     return path
 
 
+def _split_jobs(args) -> int:
+    """Worker processes for the splits: --jobs, else one per core (at most 4 and the number of splits)."""
+    from zoo.core.workers import default_jobs
+    jobs = getattr(args, "jobs", None)
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"--jobs: expected at least 1, got {jobs}")
+    return min(jobs, args.splits) if jobs is not None else default_jobs(args.splits)
+
+
 def cli(args) -> int:
     """``zoo leaderboard``: run, print the Markdown table, write leaderboard.{md,json,png} into ``args.out``."""
     import json
@@ -359,9 +335,18 @@ def cli(args) -> int:
         rows = leaderboard("corel5k", models=args.model or None, splits=args.splits, fast=args.fast,
                            results=results)
     elif args.data == "msrc_v2":
-        rows = leaderboard(args.data, models=args.model or None, splits=args.splits, fast=args.fast,
-                           results=results, segmentation=args.segmentation, features=args.features,
-                           n_images=args.images)
+        options = dict(data=args.data, models=args.model or None, fast=args.fast, segmentation=args.segmentation,
+                       features=args.features, n_images=args.images)
+        jobs = _split_jobs(args)
+        if jobs > 1:
+            from zoo.leaderboards.split_workers import run_splits_in_workers
+            # the segmentation and features once, here, before the workers read them from the cache (a first
+            # run segments all MSRC-v2 images: done by every worker at once, it would cost that many times)
+            msrc_pixel_counts(args.segmentation, args.features, args.images)
+            msrc_regions(args.segmentation, args.features, args.images)
+            run_splits_in_workers(leaderboard, read_results, options, args.splits, results, jobs)
+        # every row the workers finished is read back; whatever they did not finish runs here
+        rows = leaderboard(**options, splits=args.splits, results=results)
     else:  # a data file (zoo regions, zoo.data.save_container): the AnnotatedRegions it holds
         from zoo.data.location import load_dataset
         data = load_dataset(pathlib.Path(args.data))

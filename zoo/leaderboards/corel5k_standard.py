@@ -14,13 +14,12 @@ per word on the blob bag (Yakhnenko & Honavar's baselines), the discrete transla
 """
 from __future__ import annotations
 
-import json
-import pathlib
 import time
 from typing import Callable, NamedTuple
 
 import numpy as np
 
+from zoo.leaderboards.results_io import read_results, row_appender
 from zoo.metrics import per_word_annotation
 
 __all__ = ["StandardSplit", "standard_split", "translation_em", "translation_scores", "STANDARD_METHODS",
@@ -138,16 +137,8 @@ def run_standard(results, methods=STANDARD_METHODS, seed: int = 0, log=print) ->
     P, R, F1, N+, words, P@5, R@5 (per-image, for comparison with the seeded splits), fit_s, error} appended to
     the JSON-lines file ``results`` as it finishes; methods already there are read back instead of run."""
     from zoo.leaderboards.corel5k import precision_recall_at_5
-    path = pathlib.Path(results)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    done = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                break
-            done[row["method"]] = row
+    done = {row["method"]: row for row in read_results(results)}
+    append = row_appender(results)
     table = _methods()
     unknown = [m for m in methods if m not in table]
     if unknown:
@@ -168,8 +159,7 @@ def run_standard(results, methods=STANDARD_METHODS, seed: int = 0, log=print) ->
         p5, r5 = precision_recall_at_5(train_scores, split.test_captions[:, split.train_words], sizes)
         row = {"dataset": "corel5k standard", "method": name, "family": family, "split": "Mulan train/test",
                **metrics, "P@5": p5, "R@5": r5, "fit_s": time.perf_counter() - t0, "error": ""}
-        with path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        append(row)
         rows.append(row)
         log(f"corel5k standard {name}: P {row['P']:.3f} R {row['R']:.3f} F1 {row['F1']:.3f} N+ {row['N+']} "
             f"({row['fit_s']:.0f} s)")

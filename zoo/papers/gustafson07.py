@@ -306,7 +306,8 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     kept_draws = -(-(auto.check_every if auto else num_samples) // thinning)
     if keep_label_proba is None:   # under "auto" the length is not known in advance: the average only
         keep_label_proba = auto is None and num_chains * kept_draws * n * n_concepts <= _MAX_STORED_PROBA
-    names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega", "accept_joint", "accept_Omega"]
+    names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega", "accept_joint", "accept_Omega",
+             "M_move_probability"]
     names += ["alpha", "delta", "Omega"] if variant == "cvfs" else []
     names += ["label_proba"] if keep_label_proba else []
     report = None
@@ -440,6 +441,10 @@ def _to_idata(draws, variant, data, arrays, rb):
     # acceptance of the moves that can reject: the M flips (FS: one shared flip; CVFS: one per keyword) and the
     # MH-corrected (delta, Omega) update (CVFS); the label and alpha updates are exact Gibbs draws
     stats = {}
+    if variant in ("fs", "cvfs") and "M_move_probability" in draws:
+        # the sampler's expected number of moves of M per sweep (its flips' and joint moves' probabilities of
+        # changing M): the evidence that tells a certain M from a stuck one where M never moved
+        stats["M_move_probability"] = draws["M_move_probability"]
     if variant == "fs":
         stats["accept_M"] = draws["accept_M"][..., 0]
         stats["accept_joint"] = draws["accept_joint"]
@@ -459,6 +464,8 @@ def _to_idata(draws, variant, data, arrays, rb):
     for name in ("accept_M", "accept_joint"):
         if name in stats:
             idata.sample_stats[name].attrs.update(sites="M n_relevant", kind="acceptance")
+    if "M_move_probability" in stats:
+        idata.sample_stats["M_move_probability"].attrs.update(sites="M n_relevant", kind="move_probability")
     return idata
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from zoo.data import Bags
 from zoo.data.mil import subset_bags
 
-__all__ = ["FoldFit", "fit_padded", "fold_fits", "fold_scores", "cross_validated_scores"]
+__all__ = ["FoldFit", "fit_padded", "iter_fit_padded", "job_shape", "draw_log_all_negative", "fold_fits", "fold_scores", "cross_validated_scores"]
 
 
 @dataclasses.dataclass
@@ -40,12 +40,18 @@ def fit_padded(jobs, *, num_warmup: int, num_samples: int, fast_compile: bool = 
     """Fit each job ``(spec, train Bags, seed)`` with one chain, all padded to one shape: one compilation for the
     lot. The specs may differ in kernel, width and standardization (they only change the traced kernel matrix)
     but must share the static settings (variant, max_active, the delta2 prior's family): ValueError otherwise."""
-    from zoo.inference.driver import FAST_COMPILE_OPTIONS, sample_chunked
-    from zoo.inference.mil.gibbs import build_mil_kernel, mil_draw
-    from zoo.inference.mil.padding import PaddedShape, pad_problem
+    return list(iter_fit_padded(jobs, num_warmup=num_warmup, num_samples=num_samples, fast_compile=fast_compile))
+
+
+def iter_fit_padded(jobs, *, num_warmup: int, num_samples: int, fast_compile: bool = False, pad_to=()):
+    """``fit_padded`` one job at a time: yields each job's ``FoldFit`` as soon as it is sampled, so a caller that
+    keeps only what it needs of each fit holds one problem's kernel matrix at a time (many jobs, large N).
+    ``pad_to``: more shapes (``job_shape`` of problems not fitted here) the padding also covers, so that calls
+    made one fold at a time share one padded shape, hence one compilation."""
+    from zoo.inference.mil.padding import PaddedShape
     from zoo.papers import kueck04 as paper
     jobs = list(jobs)
-    shapes = [_job_shape(spec, train) for spec, train, _ in jobs]
+    shapes = [job_shape(spec, train) for spec, train, _ in jobs] + list(pad_to)
     shape = PaddedShape(*(max(s[i] for s in shapes) + (i == 2) for i in range(5)))   # + one padding group
     capacity = min(min(spec.options["max_active"] for spec, _, _ in jobs), min(s.n_basis for s in shapes))
     configs = {paper.mil_config(spec, _Columns(shape.n_basis), "exact", False)._replace(capacity=capacity)
@@ -53,7 +59,15 @@ def fit_padded(jobs, *, num_warmup: int, num_samples: int, fast_compile: bool = 
     if len(configs) != 1:
         raise ValueError("jobs: the specs must share the sampler's static settings (variant, delta2 prior family)")
     config = configs.pop()
-    out = []
+    # checked above before any fit; the fits themselves run as the caller asks for them
+    return _fits(jobs, config, shape, num_warmup, num_samples, fast_compile)
+
+
+def _fits(jobs, config, shape, num_warmup: int, num_samples: int, fast_compile: bool):
+    from zoo.inference.driver import FAST_COMPILE_OPTIONS, sample_chunked
+    from zoo.inference.mil.gibbs import build_mil_kernel, mil_draw
+    from zoo.inference.mil.padding import pad_problem
+    from zoo.papers import kueck04 as paper
     for spec, train, seed in jobs:          # one problem in memory at a time
         prep = paper.prepare(spec, train)
         padded = pad_problem(paper.mil_problem(spec, prep), shape)
@@ -64,9 +78,8 @@ def fit_padded(jobs, *, num_warmup: int, num_samples: int, fast_compile: bool = 
                                 compiler_options=FAST_COMPILE_OPTIONS if fast_compile else None)
         positions, stats = result.draws
         m = prep.psi.shape[1]
-        out.append(FoldFit(prep=prep, beta=np.asarray(positions["beta"][0, :, :m]),
-                           capacity_hits=int(np.sum(stats["capacity_hits"])), seconds=time.perf_counter() - t0))
-    return out
+        yield FoldFit(prep=prep, beta=np.asarray(positions["beta"][0, :, :m]),
+                      capacity_hits=int(np.sum(stats["capacity_hits"])), seconds=time.perf_counter() - t0)
 
 
 class _Columns:
@@ -75,8 +88,8 @@ class _Columns:
         self.psi = np.empty((0, m))
 
 
-def _job_shape(spec, train: Bags):
-    """The padded shapes of one job without building its kernel matrix: (N, M, G, n_max, G_dp)."""
+def job_shape(spec, train: Bags):
+    """The shapes of one job without building its kernel matrix: ``PaddedShape`` (N, M, G, n_max, G_dp)."""
     from zoo.inference.mil.gibbs import mixed_groups
     from zoo.inference.mil.padding import PaddedShape
     from zoo.papers import kueck04 as paper
@@ -110,39 +123,46 @@ def _round_up(n: int, step: int) -> int:
 
 
 @functools.partial(jax.jit, static_argnames=("kernel", "n_bags"))
-def _bag_proba(beta, intercept, X, centres, width, bag_ids, kernel: str, n_bags: int):
-    """(n_bags,) 1 - mean over draws of prod_{i in bag} Phi(-f(x_i)); beta (S, C) on the centres (C, D), intercept
-    (S,); X (T, D) with bag_ids (T,) (padding rows in a last, ignored bag)."""
+def _bag_log_all_negative(beta, intercept, X, centres, width, bag_ids, kernel: str, n_bags: int):
+    """(S, n_bags) log prod_{i in bag} Phi(-f_s(x_i)) = log Pr(every instance negative | draw s); beta (S, C) on
+    the centres (C, D), intercept (S,); X (T, D) with bag_ids (T,) (padding rows in a last, ignored bag)."""
     from jax.scipy.special import log_ndtr
     from zoo.models.mil import gram_matrix
     f = gram_matrix(X, centres, kernel, width) @ beta.T + intercept[None, :]      # (T, S)
-    log_all_neg = jax.ops.segment_sum(log_ndtr(-f), bag_ids, n_bags)              # (n_bags, S)
-    return 1.0 - jnp.mean(jnp.exp(log_all_neg), axis=1)
+    return jax.ops.segment_sum(log_ndtr(-f), bag_ids, n_bags).T                   # (S, n_bags)
 
 
-def fold_scores(spec, fit: FoldFit, test: Bags, max_draws: int = 500) -> np.ndarray:
-    """(B_test,) posterior mean Pr(bag positive) of the test bags under one fold's draws (as
-    ``zoo.papers.kueck04.predict``), in one compiled function whose inputs are padded to multiples of 256 rows,
-    so that folds of similar sizes share its compilation."""
+def draw_log_all_negative(spec, fit: FoldFit, bags: Bags, max_draws: int = 500) -> np.ndarray:
+    """(S, B) log Pr(bag negative | draw s) of the bags ``bags`` under one fit's draws (at most ``max_draws``,
+    evenly thinned), in one compiled function whose inputs are padded to multiples of 256 rows, so that folds of
+    similar sizes share its compilation. Pr(bag positive | draw) = 1 - exp of it (the constraint model's
+    likelihood of a bag label, Kück 2004: a bag is negative iff every instance's Z_i < 0, Z_i ~ N(f(x_i), 1))."""
     beta = fit.beta
     if beta.shape[0] > max_draws:
         beta = beta[np.linspace(0, beta.shape[0] - 1, max_draws).astype(int)]
     prep = fit.prep
     n_centres = prep.X.shape[0]
     intercept = beta[:, n_centres] if spec.options["intercept"] else np.zeros(beta.shape[0])
-    c_pad, t_pad = _round_up(n_centres, 256), _round_up(test.X.shape[0], 256)
+    c_pad, t_pad = _round_up(n_centres, 256), _round_up(bags.X.shape[0], 256)
     centres = np.zeros((c_pad, prep.X.shape[1]))
     centres[:n_centres] = prep.X
     beta_c = np.zeros((beta.shape[0], c_pad))
     beta_c[:, :n_centres] = beta[:, :n_centres]
     X = np.zeros((t_pad, prep.X.shape[1]))
-    X[:test.X.shape[0]] = (test.X - prep.mean) / prep.scale
-    n_bags = _round_up(test.n_bags + 1, 64)
+    X[:bags.X.shape[0]] = (bags.X - prep.mean) / prep.scale
+    n_bags = _round_up(bags.n_bags + 1, 64)
     bag_ids = np.full(t_pad, n_bags - 1)
-    bag_ids[:test.X.shape[0]] = test.bag_ids
-    p = _bag_proba(jnp.asarray(beta_c), jnp.asarray(intercept), jnp.asarray(X), jnp.asarray(centres),
-                   jnp.asarray(prep.width), jnp.asarray(bag_ids), kernel=spec.options["kernel"], n_bags=n_bags)
-    return np.asarray(p)[:test.n_bags]
+    bag_ids[:bags.X.shape[0]] = bags.bag_ids
+    out = _bag_log_all_negative(jnp.asarray(beta_c), jnp.asarray(intercept), jnp.asarray(X), jnp.asarray(centres),
+                                jnp.asarray(prep.width), jnp.asarray(bag_ids), kernel=spec.options["kernel"],
+                                n_bags=n_bags)
+    return np.asarray(out)[:, :bags.n_bags]
+
+
+def fold_scores(spec, fit: FoldFit, test: Bags, max_draws: int = 500) -> np.ndarray:
+    """(B_test,) posterior mean Pr(bag positive) of the test bags under one fold's draws (as
+    ``zoo.papers.kueck04.predict``): 1 - the mean over draws of ``draw_log_all_negative``'s exp."""
+    return 1.0 - np.mean(np.exp(draw_log_all_negative(spec, fit, test, max_draws)), axis=0)
 
 
 def cross_validated_scores(spec, data: Bags, folds: np.ndarray, *, num_warmup: int, num_samples: int):

@@ -1,0 +1,167 @@
+"""Exactness of the Z-collapsed birth / death / swap move of gamma with beta redrawn (``zoo.inference.mil.jump``).
+
+1. Brute force: on a tiny problem (4 basis functions, 16 active sets) the move alone, delta2 fixed, must sample
+   p(gamma | delta2, obs) enumerated over the 16 sets (each set's evidence E_prior[p(obs | f)] by plain Monte
+   Carlo over 400,000 prior draws of beta), and E[f | delta2, obs] with it.
+2. Joint distribution (Geweke's marginal-conditional form): program draws moved by the move alone (then Z | f, as
+   in the sweep) keep the program's joint law; the full sweep with the move on is in test_kueck04_geweke.py.
+"""
+import functools
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import zoo  # noqa: F401
+from zoo.inference.driver import FAST_COMPILE_OPTIONS
+from zoo.inference.linalg import active_set_from_mask, slot_mask
+from zoo.inference.mil.collapsed_beta import CollapsedData, collapsed_group_log_likelihood
+from zoo.inference.mil.kernel_selection import active_rows
+from zoo.inference.mil.gibbs import state_from_position
+from zoo.inference.mil.jump import jump_move
+from zoo.inference.mil.orthant_sampler import GroupLayout
+from zoo.models.mil import gram_matrix
+
+from test_kueck04_geweke import HYPER, _forward_halves, _setup, _stats, _zscores
+
+pytestmark = [pytest.mark.filterwarnings("ignore:convergence"), pytest.mark.filterwarnings("ignore:kueck04")]
+
+A, B = 1.0, 1.0
+
+
+def _jump_problem():
+    """6 instances in 3 groups (negative, MIL-positive "at least one", positive) and 4 basis functions."""
+    X = jnp.array([[0.0, 0.0], [0.9, 0.4], [1.7, -0.3], [-0.8, 1.0], [0.3, -1.1], [-1.4, -0.6]])
+    psi = gram_matrix(X, X[:4], "gaussian", 1.2)                       # (6, 4)
+    gram = psi.T @ psi + 1e-8 * jnp.eye(4)
+    layout = GroupLayout(index=jnp.array([[0, 1], [2, 3], [4, 5]]), valid=jnp.ones((3, 2), bool),
+                         size=jnp.array([2, 2, 2]))
+    data = CollapsedData(layout=layout, kind=jnp.array([0, 3, 1]), log_weight=None, dp_groups=None)
+    return psi, gram, data
+
+
+def _enumerated(psi, gram, data, delta2, n_prior=400_000, exclude_full=False):
+    """(masks (16, 4), p(gamma | delta2, obs) (16,), E[f | delta2, obs] (N,)) by Monte Carlo over the prior;
+    ``exclude_full``: conditioned on K < 4."""
+    from jax.scipy.special import betaln, logsumexp
+    m = gram.shape[0]
+    masks = np.array(list(itertools.product([0, 1], repeat=m)), np.int64)
+    log_post, f_means = [], []
+    key = jax.random.PRNGKey(7)
+    loglik = jax.jit(jax.vmap(lambda f: jnp.sum(collapsed_group_log_likelihood(f, data))))
+    for r, mask in enumerate(masks):
+        idx = np.flatnonzero(mask)
+        k = idx.size
+        log_prior = float(betaln(k + A, m - k + B))
+        if k == 0:
+            f = jnp.zeros((1, psi.shape[0]))
+        else:
+            cov = delta2 * np.linalg.inv(np.asarray(gram)[np.ix_(idx, idx)])
+            beta = jax.random.normal(jax.random.fold_in(key, r), (n_prior, k)) @ jnp.asarray(np.linalg.cholesky(cov)).T
+            f = beta @ psi[:, idx].T
+        ll = loglik(f)
+        log_ev = float(logsumexp(ll) - np.log(ll.shape[0]))
+        w = np.asarray(jnp.exp(ll - jnp.max(ll)))
+        f_means.append((w[:, None] * np.asarray(f)).sum(0) / w.sum())
+        log_post.append(log_prior + log_ev)
+    log_post = np.array(log_post)
+    if exclude_full:
+        log_post[masks.sum(1) == m] = -np.inf
+    p = np.exp(log_post - log_post.max())
+    p /= p.sum()
+    return masks, p, p @ np.array(f_means)
+
+
+@pytest.mark.parametrize("jump_capacity", [4, 3])
+def test_jump_move_matches_enumeration(jump_capacity):
+    """The move alone (3 tries a step, delta2 = 2 fixed) from the empty set: frequencies of the 16 active sets
+    within total variation 0.03 of the enumerated posterior, and E[f] within 4 batch-means standard errors.
+    ``jump_capacity`` 3: the full set of 4 is out of the jumps' reach; the posterior restricted to the others."""
+    psi, gram, data = _jump_problem()
+    delta2 = 2.0
+    masks, exact, f_exact = _enumerated(psi, gram, data, delta2, exclude_full=jump_capacity < 4)
+    assert exact.max() < 0.6           # a posterior spread over several sets: the move has to change them
+    aset0 = active_set_from_mask(gram, jnp.zeros(4, bool), 4)
+    d2 = jnp.asarray(delta2)
+
+    def step(carry, key):
+        aset, beta = carry
+        aset, beta, n_acc = jump_move(key, aset, beta, d2, gram, psi.T, data, A, B, HYPER.delta2_alpha,
+                                      HYPER.delta2_beta, 3, 1e-12, jump_capacity=jump_capacity)
+        return (aset, beta), ((aset.slot_of >= 0), beta @ active_rows(aset, psi.T), n_acc)
+
+    n = 30_000
+    run = jax.jit(lambda key: jax.lax.scan(step, (aset0, jnp.zeros(4)), jax.random.split(key, n)),
+                  compiler_options=FAST_COMPILE_OPTIONS)
+    _, (gammas, f, accepted) = run(jax.random.PRNGKey(3))
+    assert 0.05 < float(np.mean(np.asarray(accepted))) / 3
+    codes = np.asarray(gammas, np.int64) @ (1 << np.arange(4))
+    index = {int(mm @ (1 << np.arange(4))): r for r, mm in enumerate(masks)}
+    freq = np.bincount([index[c] for c in codes], minlength=16) / n
+    assert 0.5 * np.abs(freq - exact).sum() < 0.03, (np.round(freq, 3), np.round(exact, 3))
+    f = np.asarray(f)
+    batches = f.reshape(50, -1, f.shape[1]).mean(1)
+    se = batches.std(0, ddof=1) / np.sqrt(50)
+    z = (f.mean(0) - f_exact) / se
+    assert np.max(np.abs(z)) < 4.0, (np.round(f.mean(0), 3), np.round(f_exact, 3), np.round(z, 2))
+
+
+@functools.lru_cache(maxsize=None)
+def _moved_by_jumps(variant: str, n_moves: int):
+    """Compiled (vmapped) transition of program draws by the jump move alone (3 tries), then Z | f exactly."""
+    from zoo.inference.mil.gibbs import _collapsed_data, z_update
+    _, _, _, _, _, _, config, problem_for = _setup(variant)
+
+    def transition(key, gamma, beta, delta2, z, label, fraction):
+        problem = problem_for(label, fraction)
+        k0, k1 = jax.random.split(key)
+        st = state_from_position(k0, problem, config, gamma, beta, delta2, z).state
+
+        def one(i, carry):
+            aset, beta_a, zz = carry
+            ka, kb = jax.random.split(jax.random.fold_in(k1, i))
+            aset, beta_a, _ = jump_move(ka, aset, beta_a, st.delta2, problem.gram, problem.psi.T,
+                                        _collapsed_data(problem), HYPER.prior_a, HYPER.prior_b, HYPER.delta2_alpha,
+                                        HYPER.delta2_beta, 3, 0.5 * problem.ridge)
+            zz, _, _ = z_update(kb, problem, beta_a @ active_rows(aset, problem.psi.T), zz, "exact")
+            return aset, beta_a, zz
+
+        aset, beta_a, zz = jax.lax.fori_loop(0, n_moves, one, (st.aset, st.beta_active, st.z))
+        idx = jnp.where(slot_mask(aset), aset.members, beta.shape[0])
+        dense = jnp.zeros_like(beta).at[idx].set(beta_a, mode="drop")
+        return (aset.slot_of >= 0).astype(float), dense, st.delta2, zz
+
+    return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
+
+
+@pytest.mark.parametrize("variant", ["constraint", pytest.param("hybrid", marks=pytest.mark.slow)])
+def test_jump_move_alone_leaves_the_program_joint_invariant(variant):
+    """hybrid: measurement weights (count DP) in the collapsed likelihood."""
+    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
+    n_draws = 6000
+    fwd, label, fraction, half, ref = _forward_halves(kwargs, chi, n_draws, seed=21)
+    g, b, d2, z = _moved_by_jumps(variant, 3)(jax.random.split(jax.random.PRNGKey(22), n_draws),
+                                              fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half],
+                                              fwd["z"][half], label[half], fraction[half])
+    reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], fwd["z"][ref], psi, label[ref],
+                       fraction[ref] if chi else None)
+    moved = _stats(g, b, d2, z, psi, label[half], fraction[half] if chi else None)
+    zs = _zscores(reference, moved)
+    assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
+    changed = np.any(np.asarray(g) != np.asarray(fwd["gamma"][half]), 1)
+    assert np.mean(changed) > 0.05
+
+
+def test_jump_tries_option():
+    """jump_tries validated; the Metropolis Z sampler refuses it (it needs Z drawn afresh from Z | f)."""
+    from zoo.data import Bags
+    from zoo.data.mil import ring_data
+    d = ring_data(n=20, seed=1)
+    data = Bags(d.X, d.bag_ids, group_labels=d.group_labels)
+    spec = zoo.model("kueck04.constraint")
+    with pytest.raises(ValueError, match="jump_tries"):
+        zoo.fit(spec, data, method="blocked_gibbs_mh", jump_tries=2, num_samples=5, num_warmup=0, progress_bar=False)
+    with pytest.raises(ValueError, match="jump_tries"):
+        zoo.fit(spec, data, method="blocked_gibbs", jump_tries=-1, num_samples=5, num_warmup=0, progress_bar=False)

@@ -1,0 +1,70 @@
+"""Worker processes for independent jobs of one command (``zoo reproduce all``'s papers, ``zoo leaderboard``'s
+splits): spawned (JAX's runtime does not survive a fork), each single-threaded.
+
+Why single-threaded workers: on a few cores one single-threaded process per core finishes independent jobs sooner
+than one process whose thread pools keep a second core busy only part of the time (compilation and the samplers'
+small loops run on one thread). The user's own thread settings, when given, are kept.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import multiprocessing
+import os
+
+__all__ = ["THREAD_VARIABLES", "single_threaded_env", "default_jobs", "spawned_pool"]
+
+#: the environment variables that set the thread pools of BLAS/OpenMP and XLA
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
+
+
+def single_threaded_env(environ=os.environ) -> dict:
+    """The variables a worker starts with: one BLAS/OpenMP thread and no Eigen pool in XLA, unless the user set
+    them (then theirs)."""
+    env = {name: "1" for name in THREAD_VARIABLES[:3] if name not in environ}
+    flags = environ.get("XLA_FLAGS", "")
+    if "xla_cpu_multi_thread_eigen" not in flags:
+        env["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
+    return env
+
+
+def default_jobs(n_jobs: int, most: int = 4) -> int:
+    """Workers for ``n_jobs`` independent jobs: one per core this process may use, at most ``most`` (each worker
+    holds its own JAX runtime and compiled programs, about a GB) and at most ``n_jobs``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, most, n_jobs))
+
+
+def _exit_with(parent_pid: int, every_s: float = 2.0) -> None:
+    """In a worker: a daemon thread that ends this process when ``parent_pid`` is gone (a parent killed by a
+    timeout or a signal to it alone leaves no orphan computing on)."""
+    import threading
+    import time
+
+    def watch():
+        while True:
+            time.sleep(every_s)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+@contextlib.contextmanager
+def spawned_pool(jobs: int):
+    """A ``ProcessPoolExecutor`` of ``jobs`` spawned, single-threaded workers (``single_threaded_env`` is set while
+    they start and this process's environment is restored afterwards); a worker ends when this process does."""
+    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update(single_threaded_env())
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                    initializer=_exit_with, initargs=(os.getpid(),)) as pool:
+            yield pool
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
