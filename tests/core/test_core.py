@@ -222,3 +222,16 @@ def test_models_and_user_programs_take_the_one_finish_step(monkeypatch):
     assert seen == [(None, "point estimate"), ("carbonetto03.shrinkage_mixture", None)]
     for fit in (user, model):
         assert fit.provenance["zoo_inference"] == "point estimate" and "zoo_wall_seconds" in fit.provenance
+
+
+def test_summary_leaves_out_only_the_columns_empty_in_every_row():
+    """Fit.summary's tables: a column NaN in every row says nothing and is left out; a column with a number in any
+    row stays, its NaNs marking the rows it does not apply to (e.g. ESS of a point-estimated site beside draws)."""
+    import pandas as pd
+
+    from zoo.core.fit import _without_empty_columns
+
+    table = pd.DataFrame({"mean": [1.0, 2.0], "ess_bulk": [np.nan, 40.0], "mcse_mean": [np.nan, np.nan],
+                          "q": ["point estimate", "draws of q"]}, index=["b", "r[0]"])
+    kept = _without_empty_columns(table)
+    assert list(kept.columns) == ["mean", "ess_bulk", "q"] and kept.index.tolist() == ["b", "r[0]"]

@@ -163,3 +163,9 @@ def _assert_current_layout(fit):
                 continue
             options = list(declared) if isinstance(declared[0], tuple) else [declared]
             assert var.dims[2:] in options, (fit.spec.id, group, name, var.dims)
+    # a variable the model renamed since (``renamed``: kueck04's log likelihood ``groups``) is read under its new name
+    for old, new in entry.renamed.items():
+        for group in fit.idata.groups():
+            assert old not in fit.idata[group].data_vars, (fit.spec.id, group, old)
+        if new in entry.site_dims and "log_likelihood" in fit.idata.groups():
+            assert new in fit.idata.log_likelihood.data_vars, (fit.spec.id, new)

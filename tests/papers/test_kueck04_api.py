@@ -42,8 +42,8 @@ def test_fit_inference_data_and_predictions(ring, ring_fit):
     for name in ("gamma_acceptance", "n_active", "z_acceptance", "capacity_hits"):
         assert name in idata.sample_stats
     assert np.all(np.isfinite(post["beta"].values)) and np.all(np.isfinite(post["delta2"].values))
-    assert idata.log_likelihood["groups"].shape == (2, 200, ring.n_bags)
-    assert np.all(np.isfinite(idata.log_likelihood["groups"].values))
+    assert idata.log_likelihood["group_label"].shape == (2, 200, ring.n_bags)
+    assert np.all(np.isfinite(idata.log_likelihood["group_label"].values))
     az.loo(idata)                                   # log_likelihood usable by ArviZ
     summary = ring_fit.summary()
     assert {"delta2", "n_active"} <= set(summary.index)
@@ -158,4 +158,4 @@ def test_numpyro_mcmc_driver_vectorized_chains():
     post = fit.idata.posterior
     assert post["beta"].shape == (2, 30, 30) and post["n_active"].shape == (2, 30)
     assert not np.allclose(post["delta2"].values[0], post["delta2"].values[1])   # chains differ
-    assert fit.idata.log_likelihood["groups"].shape == (2, 30, d.n_bags)
+    assert fit.idata.log_likelihood["group_label"].shape == (2, 30, d.n_bags)

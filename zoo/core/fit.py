@@ -117,6 +117,7 @@ class Fit:
         table = table.drop(columns=["r_hat"], errors="ignore") if one_chain else table
         if self.inference == "variational":
             table = self._variational_summary(table, names, idata.posterior)
+        table = _without_empty_columns(table)
         table.attrs["inference"] = self.inference
         return table
 
@@ -158,7 +159,7 @@ class Fit:
             table = table.drop(columns=["best restart"])
         if n_chain < 2:
             table = table.drop(columns=["sd"])
-        return table
+        return _without_empty_columns(table)
 
     def save(self, path, overwrite: bool = False):
         """Write the fit to ``path`` (one netCDF file, no pickle; ``zoo.load_fit`` reads it back and predicts
@@ -177,3 +178,11 @@ class Fit:
         post = self.idata.posterior
         return (f"Fit({mid}, method={self.method!r}, chains={post.sizes.get('chain')}, "
                 f"draws={post.sizes.get('draw')}, sites={list(post.data_vars)})")
+
+
+def _without_empty_columns(table):
+    """``table`` without the columns that are NaN in every row (a column that says nothing: MCSE and ESS when every
+    site shown is point-estimated, r-hat with one chain); a column with a number in any row is kept, its NaNs
+    saying which rows it does not apply to."""
+    empty = [name for name in table.columns if table[name].isna().all()]
+    return table.drop(columns=empty)

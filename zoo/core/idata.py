@@ -36,7 +36,8 @@ with warnings.catch_warnings():
 
 __all__ = ["az", "to_inference_data", "UNIT_POSTERIOR", "conform_layout", "draws_of", "with_point_estimates",
            "POINT_ESTIMATE_NOTE", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood",
-           "VARIATIONAL_PARAMETERS", "add_variational_parameters", "final_objectives", "without_shape_log"]
+           "VARIATIONAL_PARAMETERS", "add_variational_parameters", "final_objectives", "without_shape_log",
+           "add_sample_stat"]
 
 #: Where a point-estimate fit keeps its pointwise log likelihood (at each restart's estimate): not in
 #: ``log_likelihood``, so that ``az.loo`` and ``az.compare`` refuse it instead of treating restarts as draws.
@@ -132,6 +133,25 @@ def add_variational_parameters(idata: az.InferenceData, variables: Mapping[str, 
     with warnings.catch_warnings():  # ArviZ notes that the group is not one of its standard ones
         warnings.simplefilter("ignore", UserWarning)
         idata.add_groups({VARIATIONAL_PARAMETERS: xr.Dataset({k: v for k, v in variables.items()})})
+    return idata
+
+
+def add_sample_stat(idata: az.InferenceData, name: str, values, attrs: Mapping[str, Any] | None = None):
+    """Add ``values`` (chain, draw) to ``sample_stats`` as ``name`` (in place; the group is made when the fit has
+    none, with the posterior's chain and draw coordinates). Returns ``idata``."""
+    import xarray as xr
+
+    post = idata.posterior
+    values = np.asarray(values)
+    if values.shape[:2] != (post.sizes["chain"], post.sizes["draw"]):
+        raise ValueError(f"{name}: expected leading (chain, draw) = {(post.sizes['chain'], post.sizes['draw'])}, "
+                         f"got shape {values.shape}")
+    var = xr.DataArray(values, dims=("chain", "draw") + tuple(f"{name}_dim_{i}" for i in range(values.ndim - 2)),
+                       coords={"chain": post["chain"].values, "draw": post["draw"].values}, attrs=dict(attrs or {}))
+    if "sample_stats" in idata.groups():
+        idata.sample_stats[name] = var
+    else:
+        idata.add_groups({"sample_stats": xr.Dataset({name: var}, attrs=dict(post.attrs))})
     return idata
 
 
@@ -264,16 +284,30 @@ def with_point_estimates(idata: az.InferenceData) -> az.InferenceData:
     return az.InferenceData(**groups)
 
 
+def _rename_variables(idata: az.InferenceData, renamed: Mapping[str, str]) -> None:
+    """Each variable named by a key of ``renamed`` takes the name it maps to, in every group (in place); a group
+    that already holds the new name keeps it."""
+    for group in idata.groups() if renamed else ():
+        dataset = idata[group]
+        names = {old: new for old, new in renamed.items() if old in dataset.data_vars and new not in dataset.data_vars}
+        if names:
+            setattr(idata, group, dataset.rename_vars(names))
+
+
 def conform_layout(idata: az.InferenceData, *, unit_sites: Sequence[str] = (),
                    site_dims: Mapping[str, Sequence[str]] | None = None,
-                   coords: Mapping[str, Sequence] | None = None) -> az.InferenceData:
-    """The zoo's one layout, in place (returns ``idata``): the draws of ``unit_sites`` (and their
+                   coords: Mapping[str, Sequence] | None = None,
+                   renamed: Mapping[str, str] | None = None) -> az.InferenceData:
+    """The zoo's one layout, in place (returns ``idata``): variables stored under an earlier name renamed
+    (``renamed``: old name -> name now, in every group; e.g. kueck04's log likelihood ``groups`` is named after its
+    observed site ``group_label`` since format 4); the draws of ``unit_sites`` (and their
     ``_relabelled`` copies) moved from ``posterior`` to ``UNIT_POSTERIOR``; every variable of every group named
     by ``site_dims`` (site -> dims after chain and draw; an observed site's dims name its observed data, and its
     log likelihood takes the leading ones) and labelled by ``coords`` (dim -> the data's labels, attached where
     the length matches). The same for every method, so the same site has the same dims whatever made it."""
     site_dims, coords, units = dict(site_dims or {}), dict(coords or {}), set(unit_sites)
     site_dims.setdefault("objective", ["iteration"])   # an optimizer's trace (chain, 1, iteration)
+    _rename_variables(idata, dict(renamed or {}))
     _set_aside_point_estimates(idata)
     groups = list(idata.groups())
     if "posterior" in groups:

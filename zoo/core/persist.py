@@ -34,8 +34,10 @@ __all__ = ["save_fit", "read_fit_file", "FitFile", "FORMAT_VERSION", "MOVED_MODU
 #: 1: class paths as ``module:qualname`` of the writing zoo (until issue 28); 2: the same, read through
 #: ``MOVED_MODULES`` (files of version 1 are read the same way); 3: per-unit draws in ``unit_posterior`` and one set
 #: of dims per site (issue 30). ``zoo.load_fit`` gives files of versions 1 and 2 the layout of version 3 on read
-#: (``zoo.core.idata.conform_layout`` with the model's declared layout).
-FORMAT_VERSION = 3
+#: (``zoo.core.idata.conform_layout`` with the model's declared layout). 4: a variable a model renamed under its
+#: new name (kueck04's log likelihood ``groups`` -> ``group_label``, its observed site); files of versions 1-3 take
+#: the new names on read (``conform_layout``'s ``renamed``).
+FORMAT_VERSION = 4
 _GROUPS = ("zoo_state", "zoo_data", "zoo_spec")
 
 #: Old module path -> new module path, for every module that moved (a fit file names the modules of its state

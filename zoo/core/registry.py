@@ -84,6 +84,8 @@ class ModelEntry:
     site_dims: dict = dataclasses.field(default_factory=dict)
     #: ``coords(spec, data) -> {dim: labels}``: the data's own labels (words, feature names, bag ids) for the dims
     coords: Callable | None = None
+    #: old name -> name now, for the variables a model renamed (files written before still load under the new name)
+    renamed: dict = dataclasses.field(default_factory=dict)
     methods: dict = dataclasses.field(default_factory=dict)
     #: site -> PriorRule: the families the model's own methods use (default: the default prior's family)
     prior_families: dict = dataclasses.field(default_factory=dict)
@@ -107,7 +109,7 @@ def register_model(id: str, *, paper: str, title: str, build: Callable, data_kin
                    prior_families: Mapping[str, PriorRule] | None = None,
                    generic_prior_families: Mapping[str, PriorRule] | None = None,
                    unit_sites: tuple = (), site_dims: Mapping[str, Any] | None = None,
-                   coords: Callable | None = None) -> ModelEntry:
+                   coords: Callable | None = None, renamed: Mapping[str, str] | None = None) -> ModelEntry:
     """Register a model id. With ``program_args`` the generic methods (nuts, svi, map) are registered too;
     ``generic_predictor(fit, data)`` gives them predictions; ``headline`` names the sites ``Fit.summary`` shows;
     ``exchangeable`` maps the sites whose components can switch labels to their component axis (after chain and
@@ -118,7 +120,8 @@ def register_model(id: str, *, paper: str, title: str, build: Callable, data_kin
     support): ``zoo.model`` refuses a family no method can use, ``zoo.fit`` one the chosen method cannot.
     ``unit_sites``, ``site_dims`` and ``coords(spec, data)`` give every method's InferenceData one layout
     (``zoo.core.idata.conform_layout``): the sites indexed by the data's units in ``unit_posterior``, each site's
-    dims named once, the data's labels as coordinates."""
+    dims named once, the data's labels as coordinates; ``renamed`` (old name -> name now) renames a variable that
+    an earlier version stored under another name, in fits written before."""
     if id in _MODELS:
         raise ValueError(f"model id {id!r} is registered twice")
     if "." not in id:
@@ -128,7 +131,8 @@ def register_model(id: str, *, paper: str, title: str, build: Callable, data_kin
                        generic_predictor=generic_predictor, headline=tuple(headline),
                        exchangeable=dict(exchangeable or {}), prior_families=dict(prior_families or {}),
                        generic_prior_families=dict(generic_prior_families or {}), unit_sites=tuple(unit_sites),
-                       site_dims={k: tuple(v) for k, v in (site_dims or {}).items()}, coords=coords)
+                       site_dims={k: tuple(v) for k, v in (site_dims or {}).items()}, coords=coords,
+                       renamed=dict(renamed or {}))
     _MODELS[id] = entry
     if program_args is not None:
         _register_generic(entry)
@@ -213,7 +217,7 @@ def layout_of(spec: ModelSpec | None, data: Any) -> dict:
             coords = dict(entry.coords(spec, data))
         except (AttributeError, TypeError, KeyError, ValueError):
             coords = {}
-    return {"unit_sites": entry.unit_sites, "site_dims": entry.site_dims, "coords": coords}
+    return {"unit_sites": entry.unit_sites, "site_dims": entry.site_dims, "coords": coords, "renamed": entry.renamed}
 
 
 def models_registered() -> dict[str, ModelEntry]:

@@ -123,7 +123,7 @@ def plot_surfaces(result: SurfaceResult, panel_titles: list, path: pathlib.Path,
 
 def _ess_total_loglik(fit) -> float:
     import arviz as az
-    total = fit.idata.log_likelihood["groups"].sum("group").values
+    total = fit.idata.log_likelihood["group_label"].sum("group").values
     return float(az.ess(az.convert_to_dataset({"t": total}))["t"].values) if total.shape[1] > 4 else float("nan")
 
 

@@ -41,7 +41,10 @@ from zoo.core.priors import beta_mixture_parameters, families
 from zoo.core.registry import register_method, register_model
 from zoo.core.convergence import auto_report, auto_settings, short_of
 from zoo.core.fit import Fit
-from zoo.core.idata import to_inference_data
+from zoo.core.idata import add_sample_stat, to_inference_data
+from zoo.papers.gustafson07_impute import (IMPUTE_STREAM, MAX_STORED, impute_full, replicate_features,
+                                           replicate_selected_features)
+from zoo.papers.gustafson07_lp import collapsed_log_joint
 
 __all__ = ["RegionLabelPrediction", "RegionArrays", "RegionHyper", "region_arrays", "region_hyper", "region_problem",
            "program_kwargs", "predict_labels", "garbage_weight_of", "GARBAGE"]
@@ -328,16 +331,80 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     rb = np.asarray(result.running).sum(0) / max(num_chains * result.n_running, 1)
     last = result.last
     idata = _to_idata(draws, variant, data, arrays, rb)
+    add_sample_stat(idata, "lp", _log_joint(spec, variant, problem, arrays, draws))
+    if variant == "full":
+        _add_full_parameters(idata, problem, arrays, np.asarray(draws["Y"]), seed)
+    else:
+        _add_replicated_features(idata, problem, variant, arrays, draws, seed)
     if report is not None:
         idata.posterior.attrs.update(zoo_auto=report.text, zoo_auto_reached=int(report.reached),
                                      zoo_auto_sweeps=report.sweeps, zoo_auto_seconds=report.seconds)
-    headline = {"full": ["n_relevant"], "fs": ["M", "n_relevant"], "cvfs": ["M", "alpha", "n_relevant"]}[variant]
+    headline = list(_HEADLINE[variant])
     state = dict(problem=problem, variant=variant, arrays=arrays, label_proba=rb,
                  draws={k: draws[k] for k in ("Y", "M") if k in draws} | (
                      {k: draws[k] for k in ("delta", "Omega")} if variant == "cvfs" else {}),
                  last_state=last)
     return Fit(idata=idata, spec=spec, method="collapsed_gibbs", state=state, headline=headline,
                predictor=predict_labels, data=data)
+
+
+#: the sites ``Fit.summary`` shows by default; FULL's are its concepts' means (imputed, ``_add_full_parameters``)
+_HEADLINE = {"full": ("mu",), "fs": ("M", "n_relevant"), "cvfs": ("M", "alpha", "n_relevant")}
+
+
+def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y: np.ndarray, seed: int) -> None:
+    """FULL (in place): every concept's (mu_k, Sigma_k) drawn from its eq. 8-9 conditional given each label draw
+    (``zoo.papers.gustafson07_impute``) into ``posterior`` (standardized units; Sigma and the replicated features
+    up to ``MAX_STORED`` numbers each), replicated features X into ``posterior_predictive``; n_relevant = p, fixed
+    by the model, into ``constant_data``: it is no random quantity."""
+    import xarray as xr
+
+    key_params, key_rep = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), IMPUTE_STREAM))
+    n_concepts, p = arrays.allowed.shape[1], arrays.X.shape[1]
+    keep_sigma = Y.shape[0] * Y.shape[1] * n_concepts * p * p <= MAX_STORED
+    mu, Sigma = impute_full(problem, Y, key_params, keep_sigma=keep_sigma)
+    note = "drawn from its eq. 8-9 conditional given the draw's labels (integrated out by the sampler); standardized"
+    idata.posterior["mu"] = (("chain", "draw", "concept", "feature"), mu, {"imputed": note})
+    if keep_sigma:
+        idata.posterior["Sigma"] = (("chain", "draw", "concept", "feature", "feature_bis"), Sigma, {"imputed": note})
+    if keep_sigma and Y.size * p <= MAX_STORED:
+        X_rep = replicate_features(Y, mu, Sigma, arrays.mean, arrays.scale, key_rep)
+        idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)}))
+    idata.add_groups(constant_data=xr.Dataset(
+        {"n_relevant": ((), np.int64(arrays.X.shape[1]), {"fixed": "FULL uses every feature: n_relevant = p"})}))
+    del idata.posterior["n_relevant"]
+
+
+def _add_replicated_features(idata, problem: RegionProblem, variant: str, arrays: RegionArrays, draws: dict,
+                             seed: int) -> None:
+    """FS / CVFS (in place): replicated features X at each draw into ``posterior_predictive`` (up to ``MAX_STORED``
+    numbers), the integrated-out (mu_k, Sigma_k) drawn from their conditionals on the draw's masks
+    (``zoo.papers.gustafson07_impute.replicate_selected_features``); FS's (delta, Omega): the sampler's fixed ones."""
+    import xarray as xr
+
+    Y = np.asarray(draws["Y"])
+    if Y.size * arrays.X.shape[1] > MAX_STORED:
+        return
+    leading, p = Y.shape[:2], arrays.X.shape[1]
+    if variant == "cvfs":
+        delta, Omega = np.asarray(draws["delta"]), np.asarray(draws["Omega"])
+    else:
+        delta = np.broadcast_to(np.asarray(problem.delta0), leading + (p,))
+        Omega = np.broadcast_to(np.asarray(problem.Omega0), leading + (p, p))
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), IMPUTE_STREAM)
+    X_rep = replicate_selected_features(problem, variant, Y, np.asarray(draws["M"]), delta, Omega, arrays.mean,
+                                        arrays.scale, key)
+    idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)}))
+
+
+def _log_joint(spec, variant: str, problem: RegionProblem, arrays: RegionArrays, draws: dict) -> np.ndarray:
+    """(chain, draw) lp: each draw's log joint under the program with (mu, Sigma) integrated out, the density the
+    collapsed sampler targets (``zoo.papers.gustafson07_lp``)."""
+    program = partial(spec.program, **program_kwargs(spec, arrays))
+    stored = {"Y": draws["Y"], **{k: draws[k] for k in ("alpha", "delta", "Omega") if variant == "cvfs"}}
+    if variant != "full":
+        stored["M"] = draws["M"][:, :, 1:] if variant == "cvfs" else draws["M"][:, :, 0]
+    return collapsed_log_joint(program, variant, problem.concept_prior, problem.delta0, problem.Omega0, stored)
 
 
 def _site_dims(variant: str) -> dict:
@@ -392,8 +459,6 @@ def _to_idata(draws, variant, data, arrays, rb):
     idata = to_inference_data(posterior, sample_stats=stats or None, log_likelihood={"X": draws["unit_loglik"]},
                               observed_data={"X": data.X}, dims=dims, coords=coords,
                               attrs={"method": "collapsed_gibbs", "variant": variant})
-    if variant == "full":   # FULL selects no features: n_relevant is p in every draw by construction
-        idata.posterior["n_relevant"].attrs["fixed"] = "FULL uses every feature: n_relevant = p"
     # which sites each acceptance rate is evidence about (zoo.core.convergence: a site that never moved is judged
     # by the acceptance of the moves that could have moved it)
     for name in ("accept_M", "accept_joint"):
@@ -518,8 +583,7 @@ class FitShapes(NamedTuple):
 for _variant in ("full", "fs", "cvfs"):
     register_model(f"gustafson07.{_variant}", paper=PAPER, title=_TITLES[_variant], build=partial(_build, _variant),
                    data_kind="AnnotatedRegions", default_method="collapsed_gibbs",
-                   headline={"full": ("n_relevant",), "fs": ("M", "n_relevant"),
-                             "cvfs": ("M", "alpha", "n_relevant")}[_variant],
+                   headline=_HEADLINE[_variant],
                    prior_families={"M": families(dist.BernoulliProbs, dist.BernoulliLogits,
                                                  why="the FS flip update"),
                                    "alpha": families(dist.Beta, dist.MixtureSameFamily,

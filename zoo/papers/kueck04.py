@@ -31,10 +31,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as dist
+import xarray as xr
 from jax.scipy.special import log_ndtr
-from numpyro.infer import MCMC
+from numpyro.infer import MCMC, Predictive
 
 from zoo.data.containers import Bags
+from zoo.papers.kueck04_lp import blocked_gibbs_log_joint
 from zoo.inference.driver import (FAST_COMPILE_OPTIONS, ChainCarry, ProgramKernel, run_chunk, sample_chunked,
                                   sample_until)
 from zoo.inference.mil.gibbs import (KeyedMILState, MILConfig, MILGibbs, MILHyper, MILProblem, build_mil_kernel,
@@ -60,10 +62,12 @@ __all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwa
 median_distance = _prepare_module.median_distance
 
 VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
-#: every method's dims (the program's plates ``basis``, ``instance`` and ``group``; the log likelihood ``groups``
-#: is per group)
+#: every method's dims (the program's plates ``basis``, ``instance`` and ``group``; the log likelihood is per
+#: group, named after the observed site ``group_label``)
 _SITE_DIMS = {"gamma": ("basis",), "beta": ("basis",), "z": ("instance",), "f": ("instance",),
-              "group_label": ("group",), "fraction": ("group",), "groups": ("group",)}
+              "group_label": ("group",), "fraction": ("group",)}
+#: the log likelihood was stored as ``groups`` before format 4: files written then load under its site's name
+_RENAMED = {"groups": "group_label"}
 _PAPER = "Kueck 2004"
 
 
@@ -302,15 +306,22 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
     loglik = stats.pop("log_likelihood")
     if not config.jump_tries:       # no jumps of gamma proposed: no acceptance to report
         stats.pop("jump_acceptance", None)
+    # the log joint of each draw under the program with tau, z and the inactive coefficients integrated out
+    stats["lp"] = blocked_gibbs_log_joint(spec, prep.gram, samples, loglik)
     observed = {"group_label": prep.group_label}
     if prep.fraction is not None:
         observed["fraction"] = prep.fraction
     dims = dict(_SITE_DIMS)
-    # log p(observations of group g | f) per draw, from the Z sampler's forward pass (az.loo over groups)
-    idata = to_inference_data(samples, sample_stats=stats, log_likelihood={"groups": loglik},
+    # log p(observations of group g | f) per draw, from the Z sampler's forward pass (az.loo over groups), named
+    # after the observed site (with chi, the group's guessed fraction is part of the same group's observation)
+    idata = to_inference_data(samples, sample_stats=stats, log_likelihood={"group_label": loglik},
                               observed_data=observed, dims=dims,
                               attrs={"method": method_name, "model": spec.id, "kernel": spec.options["kernel"],
                                      "width": prep.width})
+    predictive = posterior_predictive(spec, prep, samples, seed)
+    if predictive:
+        idata.add_groups(posterior_predictive=xr.Dataset({k: (("chain", "draw") + _SITE_DIMS[k], v)
+                                                          for k, v in predictive.items()}))
     if report is not None:
         idata.posterior.attrs.update(zoo_auto=report.text, zoo_auto_reached=int(report.reached),
                                      zoo_auto_sweeps=report.sweeps, zoo_auto_seconds=report.seconds)
@@ -321,6 +332,29 @@ def _run_gibbs(spec, data, *, seed, num_chains, num_warmup, num_samples, thinnin
             idata.sample_stats[name].attrs.update(sites="gamma n_active", kind="acceptance")
     return Fit(idata=idata, spec=spec, method=method_name, state=dict(prepared=prep, last_state=last_state),
                headline=["delta2", "n_active"], predictor=predict, data=data)
+
+
+def posterior_predictive(spec, prep: MILPrepared, samples: dict, seed: int) -> dict:
+    """Replicated observations at each draw: the NumPyro program (``kernel_mil_program``) run by
+    ``numpyro.infer.Predictive`` with the draws of gamma, beta and delta2 substituted, simulating z ~ N(psi (gamma
+    beta), 1) and from it ``group_label`` (and ``fraction`` with chi): arrays (chain, draw, group). tau, integrated
+    out by the sampler, is drawn by the program from its prior but touches nothing once gamma is given. Empty when
+    the fit kept no N x M kernel matrix (rows on demand, large data): simulating needs psi. Its own random stream
+    (``seed`` folded), so the sampler's draws are untouched."""
+    if prep.psi is None:
+        return {}
+    kwargs = dict(program_kwargs(spec, prep), group_label=None, fraction=None)
+    leading = np.asarray(samples["beta"]).shape[:2]
+    flat = {k: jnp.asarray(np.asarray(samples[k]).reshape((-1,) + np.asarray(samples[k]).shape[2:]))
+            for k in ("gamma", "beta", "delta2")}
+    sites = ["group_label"] + (["fraction"] if spec.options["chi"] is not None else [])
+    simulated = Predictive(spec.program, posterior_samples=flat, return_sites=sites)(
+        jax.random.fold_in(jax.random.PRNGKey(seed), _PREDICTIVE_STREAM), **kwargs)
+    return {k: np.asarray(v).reshape(leading + np.asarray(v).shape[1:]) for k, v in simulated.items()}
+
+
+#: the stream number of the posterior predictive's key (jax.random.fold_in of the fit's seed)
+_PREDICTIVE_STREAM = 7
 
 
 def predict(fit: Fit, data: Bags, max_draws: int | None = None) -> MILPrediction:
@@ -381,7 +415,7 @@ def _register() -> None:
     for variant in VARIANTS:
         register_model(f"kueck04.{variant}", paper=_PAPER, title=titles[variant], build=_build(variant),
                        data_kind="Bags", default_method="blocked_gibbs", prior_sites=("tau", "delta2"),
-                       headline=("delta2", "n_active"), unit_sites=("z",), site_dims=_SITE_DIMS,
+                       headline=("delta2", "n_active"), unit_sites=("z",), site_dims=_SITE_DIMS, renamed=_RENAMED,
                        prior_families={"tau": families(dist.Beta, why="tau is integrated out of the kernel "
                                                                        "selection"),
                                        "delta2": any_family(dist.constraints.positive, dist.InverseGamma,
