@@ -367,11 +367,12 @@ def embedded_tables(res: EmbeddedResult):
 
 
 def parallel_lines_table(result: RowsResult):
-    from zoo.reports import Table
+    from zoo.reports import Table, format_setting
     rows = result.rows
     return Table("Parallel lines (thesis Fig. 5.10)",
                  ["model", "chi", "AUC", "active kernels (mean)", "active kernels (max)", "capacity"],
-                 [[r["model"], r["chi"], r["auc"], r["active"], r["active_max"], r["capacity"]] for r in rows],
+                 [[r["model"], format_setting(r["chi"]), r["auc"], r["active"], r["active_max"], r["capacity"]]
+                  for r in rows],   # chi is a setting: "10" beside "100", not a measured "10.0"
                  note="Thesis (figure only): the constraint model is uninformative here, the hybrid model improves as "
                       f"chi (the weight of the group fractions) grows. {CAPACITY_NOTE}")
 
