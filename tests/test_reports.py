@@ -70,6 +70,19 @@ def test_a_setting_is_written_as_given_not_as_a_measurement():
     assert [format_number(row[chi]) for row in table.rows] == ["-", "0", "10", "100", "1000"]
 
 
+def test_kueck04_real_data_note_describes_the_inner_selection_only_where_it_ran():
+    from zoo.experiments.kueck04 import SELECTED, real_data_table
+
+    published = {f"published {m}": {"accuracy_pct": 80.0, "auc_x100": 85.0}
+                 for m in ("mi-SVM", "MI-SVM", "EMD-kernel")}
+    fast = {"Musk1": {"kueck04.constraint": {"accuracy_pct": 80.0, "auc_x100": 85.0}, "n_folds": 5, **published}}
+    assert "no inner kernel selection" in real_data_table(fast).note
+    assert "3-fold inner cross-validation" not in real_data_table(fast).note
+    full = {"Musk1": {**fast["Musk1"], SELECTED: {"accuracy_pct": 81.0, "auc_x100": 86.0}, "n_folds": 10}}
+    assert "3-fold inner cross-validation" in real_data_table(full).note
+    assert "no inner kernel selection" not in real_data_table(full).note
+
+
 def test_gustafson07_sec7_relevance_fits_the_page_and_its_heatmap_names_the_keywords(tmp_path, monkeypatch):
     """The Sec. 7 relevance table has a row per feature (16 columns of cells overflowed the page), and the CVFS
     heatmap's rows are the keywords, with a colorbar."""
