@@ -314,7 +314,7 @@ def plot_relevance_figure(sec6: Sec6Result, sec7: Sec7Result, path: pathlib.Path
     step = max(1, p // 8)
     image = axes[0].imshow(rel, cmap="Greys", vmin=0, vmax=1, aspect="auto")
     axes[0].set_xticks(range(0, p, step), [f"x{j + 1}" for j in range(0, p, step)])
-    axes[0].set_yticks(range(K), concepts)
+    axes[0].set_yticks(range(K), concepts, fontsize=8 if K <= 12 else 6)   # 23 MSRC class names in 4.8 in
     axes[0].set_xlabel("feature")
     axes[0].set_ylabel("concept (keyword)")
     axes[0].set_title("Sec. 7: CVFS Pr(M_ki = 1) (Fig. 3)")
