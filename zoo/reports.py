@@ -18,8 +18,8 @@ from typing import Any, Sequence, Union
 __all__ = ["Table", "Figure", "Section", "PaperReport", "Claim", "Unconverged", "mark", "claims_table",
            "format_number", "format_percent", "markdown_table", "save_figure", "paper_markdown",
            "write_paper_markdown", "print_section", "format_seconds", "write_index_markdown", "write_index_html",
-           "format_frame", "format_setting", "run_context", "read_manifest", "update_manifest", "verify_claims_markdown", "MIN_DPI",
-           "UNCONVERGED_MARK"]
+           "format_frame", "format_setting", "run_context", "read_manifest", "update_manifest",
+           "verify_claims_markdown", "MIN_DPI", "UNCONVERGED_MARK"]
 
 MIN_DPI = 100
 MIN_SIZE_INCHES = (6.0, 4.0)
