@@ -368,11 +368,10 @@ def embedded_tables(res: EmbeddedResult):
 
 def parallel_lines_table(result: RowsResult):
     from zoo.reports import Table, format_setting
-    rows = result.rows
     return Table("Parallel lines (thesis Fig. 5.10)",
                  ["model", "chi", "AUC", "active kernels (mean)", "active kernels (max)", "capacity"],
                  [[r["model"], format_setting(r["chi"]), r["auc"], r["active"], r["active_max"], r["capacity"]]
-                  for r in rows],   # chi is a setting: "10" beside "100", not a measured "10.0"
+                  for r in result.rows],   # chi is a setting: "10" beside "100", not a measured "10.0"
                  note="Thesis (figure only): the constraint model is uninformative here, the hybrid model improves as "
                       f"chi (the weight of the group fractions) grows. {CAPACITY_NOTE}")
 
@@ -393,11 +392,9 @@ def real_data_table(real: dict):
             pub = res[f"published {method}"]
             rows.append([name, method, None, None, pub["accuracy_pct"], pub["auc_x100"]])
     folds = sorted({res.get("n_folds", 10) for res in real.values()})
-    # the inner kernel selection is described only where it ran (--fast skips it)
-    selection = ("; and with the kernel (gaussian / cauchy) and width (0.5, 1, 2 x median distance) chosen per outer "
-                 "fold by a 3-fold inner cross-validation on its training bags (held-out log score); the outer test "
-                 "bags never enter a choice" if any(SELECTED in res for res in real.values())
-                 else " only (no inner kernel selection in this run)")
+    selection = " only (no inner kernel selection in this run)" if not any(SELECTED in r for r in real.values()) else (
+        "; and with the kernel (gaussian / cauchy) and width (0.5, 1, 2 x median distance) chosen per outer fold "
+        "by a 3-fold inner cross-validation on its training bags (held-out log score), never on the outer test bags")
     return Table(f"MIL benchmarks, {'/'.join(map(str, folds))}-fold cross-validation over bags",
                  ["data", "method", "accuracy % (zoo)", "AUC x100 (zoo)", "accuracy % (published)",
                   "AUC x100 (published)"], rows,
