@@ -56,6 +56,62 @@ def test_format_number_is_one_rule_for_every_cell():
     assert format_number("0.42 ± 0.03") == "0.42 ± 0.03"
 
 
+def test_a_setting_is_written_as_given_not_as_a_measurement():
+    from zoo.experiments.kueck04 import RowsResult, parallel_lines_table
+    from zoo.reports import format_setting
+
+    assert [format_setting(v) for v in (0.0, 10.0, 100.0, 1000.0, 0.5, 1e-6, 3, None)] == \
+        ["0", "10", "100", "1000", "0.5", "1e-06", "3", "-"]
+    rows = [{"model": "constraint", "chi": None, "auc": 0.5, "active": 3.0, "active_max": 4, "capacity": 40}]
+    rows += [{"model": "hybrid", "chi": chi, "auc": 0.9, "active": 3.0, "active_max": 4, "capacity": 40}
+             for chi in (0.0, 10.0, 100.0, 1000.0)]
+    table = parallel_lines_table(RowsResult(rows))
+    chi = table.header.index("chi")
+    assert [format_number(row[chi]) for row in table.rows] == ["-", "0", "10", "100", "1000"]
+
+
+def test_kueck04_real_data_note_describes_the_inner_selection_only_where_it_ran():
+    from zoo.experiments.kueck04 import SELECTED, real_data_table
+
+    published = {f"published {m}": {"accuracy_pct": 80.0, "auc_x100": 85.0}
+                 for m in ("mi-SVM", "MI-SVM", "EMD-kernel")}
+    fast = {"Musk1": {"kueck04.constraint": {"accuracy_pct": 80.0, "auc_x100": 85.0}, "n_folds": 5, **published}}
+    assert "no inner kernel selection" in real_data_table(fast).note
+    assert "3-fold inner cross-validation" not in real_data_table(fast).note
+    full = {"Musk1": {**fast["Musk1"], SELECTED: {"accuracy_pct": 81.0, "auc_x100": 86.0}, "n_folds": 10}}
+    assert "3-fold inner cross-validation" in real_data_table(full).note
+    assert "no inner kernel selection" not in real_data_table(full).note
+
+
+def test_gustafson07_sec7_relevance_fits_the_page_and_its_heatmap_names_the_keywords(tmp_path, monkeypatch):
+    """The Sec. 7 relevance table has a row per feature (16 columns of cells overflowed the page), and the CVFS
+    heatmap's rows are the keywords, with a colorbar."""
+    import zoo.reports
+    from zoo.experiments import gustafson07 as g
+
+    K, p = 3, 16
+    rng = np.random.default_rng(0)
+    sec7 = g.Sec7Result(rates={v: (60.0, 50.0) for v in g.VARIANTS},
+                        relevance={"fs": rng.uniform(size=(1, p)), "cvfs": rng.uniform(size=(K, p)),
+                                   "full": np.ones((K, p))},
+                        switch_Y={v: (rng.uniform(size=8), rng.uniform(size=8)) for v in g.VARIANTS},
+                        switch_M={v: (rng.uniform(size=(K, p)), rng.uniform(size=(K, p))) for v in ("fs", "cvfs")},
+                        seconds={v: 1.0 for v in g.VARIANTS}, converged={"fs": False},
+                        concepts=["grass", "sky", "tree"])
+    relevance = g.sec7_tables(sec7, "test", 10, 5, "100 sweeps", on_program=False)[1]
+    assert relevance.header == ["feature", "FS Pr(M_i = 1)", "CVFS r_i (mean over concepts)"]
+    assert [row[0] for row in relevance.rows] == [f"x{j + 1}" for j in range(p)]
+    assert isinstance(relevance.rows[0][1], Unconverged) and not isinstance(relevance.rows[0][2], Unconverged)
+    figures = []
+    monkeypatch.setattr(zoo.reports, "save_figure", lambda fig, path, **kw: figures.append(fig))
+    sec6 = types.SimpleNamespace(relevance={"cvfs": rng.uniform(size=(3, g.PAPER_TABLE3.shape[1]))})
+    g.plot_relevance_figure(sec6, sec7, tmp_path / "relevance.png")
+    heatmap = figures[0].axes[0]
+    assert [t.get_text() for t in heatmap.get_yticklabels()] == ["grass", "sky", "tree"]
+    assert any(ax.get_ylabel() == "Pr(M_ki = 1)" for ax in figures[0].axes[4:])   # the colorbars
+    plt.close(figures[0])
+
+
 def test_format_frame_writes_each_quantity_kind_its_way():
     import pandas as pd
     from zoo.reports import format_frame

@@ -18,8 +18,8 @@ from typing import Any, Sequence, Union
 __all__ = ["Table", "Figure", "Section", "PaperReport", "Claim", "Unconverged", "mark", "claims_table",
            "format_number", "format_percent", "markdown_table", "save_figure", "paper_markdown",
            "write_paper_markdown", "print_section", "format_seconds", "write_index_markdown", "write_index_html",
-           "format_frame", "run_context", "read_manifest", "update_manifest", "verify_claims_markdown", "MIN_DPI",
-           "UNCONVERGED_MARK"]
+           "format_frame", "format_setting", "run_context", "read_manifest", "update_manifest",
+           "verify_claims_markdown", "MIN_DPI", "UNCONVERGED_MARK"]
 
 MIN_DPI = 100
 MIN_SIZE_INCHES = (6.0, 4.0)
@@ -263,6 +263,23 @@ def format_number(value: Any) -> str:
         decimals = max(0, 2 - int(math.floor(math.log10(rounded)))) if rounded > 0 else decimals
         return f"{x:.{decimals}f}"
     return str(value)
+
+
+def format_setting(value: Any) -> str:
+    """A setting the run was given (chi, a kernel width, a budget), not a measured quantity: written as the value
+    it is, the shortest text that reads back as it ("0", "10", "1000", "0.5", "1e-06"), so that one column of
+    settings never shows "10.0" beside "100" (``format_number`` gives every float three significant figures).
+    None -> "-"."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "dtype"):
+        return format_number(value)
+    x = float(value)
+    if not math.isfinite(x):
+        return format_number(x)
+    if x.is_integer() and abs(x) < 1e6:
+        return str(int(x))
+    return repr(x)
 
 
 def _column_formatter(name: str):

@@ -76,3 +76,23 @@ def test_print_spec_shows_each_prior_with_its_parameters():
     assert "tau2: InverseGamma(concentration=5.0, rate=0.1)" in text
     assert "lambda: Dirichlet(concentration=[1.0, 1.0, 1.0])" in text
     assert "mu: ConceptMean(b=1.0)" in repr(zoo.model("gustafson07.fs"))
+    # a mixture has no parameters of its own: its weights and components are written out
+    assert ("alpha: MixtureSameFamily(CategoricalProbs(probs=[0.5, 0.5]), Beta(concentration0=[10.0, 1.0], "
+            "concentration1=[1.0, 10.0]))") in repr(zoo.model("gustafson07.cvfs"))
+
+
+def test_a_mixture_prior_that_differs_from_the_default_is_not_dropped_when_saved():
+    import types
+
+    import jax.numpy as jnp
+    import numpyro.distributions as dist
+
+    from zoo.core.persist import _spec_record
+
+    other = dist.MixtureSameFamily(dist.Categorical(probs=jnp.array([0.3, 0.7])),
+                                   dist.Beta(jnp.array([1.0, 10.0]), jnp.array([10.0, 1.0])))
+    spec = zoo.model("gustafson07.cvfs", priors={"alpha": other})
+    assert "probs=[0.3, 0.7]" in repr(spec)
+    assert _spec_record(types.SimpleNamespace(spec=zoo.model("gustafson07.cvfs")))["priors"] == {}
+    with pytest.raises(ValueError, match="alpha.*cannot be written as a prior string"):
+        _spec_record(types.SimpleNamespace(spec=spec))

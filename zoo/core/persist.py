@@ -209,7 +209,7 @@ def _spec_record(fit) -> dict:
     overrides = {site: prior_string(p) for site, p in spec.priors.items()
                  if site not in defaults or prior_string(p) != prior_string(defaults[site])}
     for site, text in overrides.items():
-        if ".expand(" in text:
+        if ".expand(" in text or text.startswith("MixtureSameFamily("):   # no prior string writes these
             raise ValueError(f"save: the prior of {site!r} ({text}) cannot be written as a prior string")
     return {"model": spec.id, "arguments": dict(spec.arguments), "priors": overrides}
 

@@ -63,7 +63,22 @@ def _number(value) -> Any:
 
 
 def prior_string(prior) -> str:
-    """A canonical, parseable-looking text of a NumPyro distribution: its class and its named parameters."""
+    """A canonical, parseable-looking text of a NumPyro distribution: its class and its named parameters.
+
+    A ``MixtureSameFamily`` (no parameters of its own) is written with its mixing and component distributions,
+    e.g. ``MixtureSameFamily(CategoricalProbs(probs=[0.5, 0.5]), Beta(concentration0=[10.0, 1.0], ...))``, so
+    that two different mixtures never read (or compare, in a saved fit's overrides) as the same prior."""
+    if hasattr(prior, "mixing_distribution") and hasattr(prior, "component_distribution"):   # MixtureSameFamily
+        inner = f"{_parameters_string(prior.mixing_distribution)}, {_parameters_string(prior.component_distribution)}"
+        text = f"{type(prior).__name__}({inner})"
+        return text if not tuple(prior.batch_shape) else f"{text}.expand({list(prior.batch_shape)})"
+    text = _parameters_string(prior)
+    shape = tuple(prior.batch_shape) + tuple(prior.event_shape)
+    return text if not tuple(prior.batch_shape) else f"{text}.expand({list(shape)})"
+
+
+def _parameters_string(prior) -> str:
+    """``Class(name=value, ...)`` of a distribution's named parameters (batch shape implied by the values)."""
     names = sorted(getattr(prior, "arg_constraints", {}))
     parts = []
     for name in names:
@@ -74,9 +89,7 @@ def prior_string(prior) -> str:
             parts.append(f"{name}={_number(value)}")
         except (TypeError, ValueError):
             parts.append(f"{name}=<{type(value).__name__}>")
-    shape = tuple(prior.batch_shape) + tuple(prior.event_shape)
-    text = f"{type(prior).__name__}({', '.join(parts)})"
-    return text if not tuple(prior.batch_shape) else f"{text}.expand({list(shape)})"
+    return f"{type(prior).__name__}({', '.join(parts)})"
 
 
 def data_arrays(data) -> list[tuple[str, np.ndarray]]:

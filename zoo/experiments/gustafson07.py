@@ -117,6 +117,8 @@ class Sec7Result:
     seconds: dict
     #: variant -> whether fit.diagnose() passed every headline site (r-hat, bulk and tail ESS)
     converged: dict = dataclasses.field(default_factory=dict)
+    #: the keywords (concepts 1..K, in the order of relevance["cvfs"]'s rows): the training data's vocabulary
+    concepts: list = dataclasses.field(default_factory=list)
 
 
 def run_sec7(train: AnnotatedRegions, valid: AnnotatedRegions, num_warmup: int, num_samples: int,
@@ -125,7 +127,8 @@ def run_sec7(train: AnnotatedRegions, valid: AnnotatedRegions, num_warmup: int, 
     validation: images treated as unannotated, largest predictive probability over all K+1 concepts)."""
     blind = AnnotatedRegions(X=valid.X, image_ids=valid.image_ids, keywords=[[] for _ in valid.keywords],
                              vocabulary=valid.vocabulary, region_labels=valid.region_labels, allow_unannotated=True)
-    out = Sec7Result(rates={}, relevance={}, switch_Y={}, switch_M={}, seconds={})
+    out = Sec7Result(rates={}, relevance={}, switch_Y={}, switch_M={}, seconds={},
+                     concepts=[str(word) for word in train.vocabulary])
     for variant in VARIANTS:
         t0 = time.perf_counter()
         fit = _fit(variant, train, seed, num_warmup, num_samples)
@@ -240,10 +243,11 @@ def sec7_tables(res: Sec7Result, source: str, n_train: int, n_valid: int, iterat
                        f"{UNCONVERGED_MARK}: the model's chains failed fit.diagnose() (r-hat or ESS).")
     p = res.relevance["fs"].shape[1]
     fs_ok, cvfs_ok = res.converged.get("fs", True), res.converged.get("cvfs", True)
-    relevance = Table("Sec. 7: feature relevance", ["", *_features(p)],
-                      [["FS Pr(M_i = 1)", *(mark(float(v), fs_ok) for v in res.relevance["fs"][0])],
-                       ["CVFS r_i (mean over concepts)", *(mark(float(v), cvfs_ok)
-                                                           for v in res.relevance["cvfs"].mean(0))]],
+    # one row per feature (p up to 16+), two value columns: a row per model would not fit the page's width
+    relevance = Table("Sec. 7: feature relevance", ["feature", "FS Pr(M_i = 1)", "CVFS r_i (mean over concepts)"],
+                      [[name, mark(float(fs), fs_ok), mark(float(cvfs), cvfs_ok)]
+                       for name, fs, cvfs in zip(_features(p), res.relevance["fs"][0],
+                                                 res.relevance["cvfs"].mean(0))],
                       note="Pooled over 2 chains. A value of exactly 0.5 from chains stuck at opposite values is "
                            f"not uncertainty: such cells carry {UNCONVERGED_MARK} when the chains failed "
                            "fit.diagnose().")
@@ -305,13 +309,14 @@ def plot_relevance_figure(sec6: Sec6Result, sec7: Sec7Result, path: pathlib.Path
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.8), gridspec_kw={"width_ratios": [1.3, 1, 1, 1]})
     rel = sec7.relevance["cvfs"]
     K, p = rel.shape
-    concepts = [f"{k + 1}" for k in range(K)]
+    # the keywords' names when the result carries them (a Sec7Result made before it did: their numbers)
+    concepts = sec7.concepts if len(sec7.concepts) == K else [f"{k + 1}" for k in range(K)]
     step = max(1, p // 8)
     image = axes[0].imshow(rel, cmap="Greys", vmin=0, vmax=1, aspect="auto")
     axes[0].set_xticks(range(0, p, step), [f"x{j + 1}" for j in range(0, p, step)])
-    axes[0].set_yticks(range(K), concepts)
+    axes[0].set_yticks(range(K), concepts, fontsize=8 if K <= 12 else 6)   # 23 MSRC class names in 4.8 in
     axes[0].set_xlabel("feature")
-    axes[0].set_ylabel("concept k")
+    axes[0].set_ylabel("concept (keyword)")
     axes[0].set_title("Sec. 7: CVFS Pr(M_ki = 1) (Fig. 3)")
     fig.colorbar(image, ax=axes[0], label="Pr(M_ki = 1)")
     axes[1].scatter(rel.mean(0), sec7.relevance["fs"][0])
