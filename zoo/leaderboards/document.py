@@ -426,22 +426,26 @@ def plot_summary(results: dict, published_corel, path) -> pathlib.Path:
     n = len(panels) + corel
     if n == 0:
         raise ValueError("results: nothing to plot (no region-labelling rows and no Corel5k standard rows)")
-    fig, axes = plt.subplots(1, n, figsize=(7 * n, 9), squeeze=False,
-                             gridspec_kw={"width_ratios": [1.3] * len(panels) + [1] * corel})
-    axes = list(axes[0])
+    region_rows = [merge_identical(_sorted([r for r in settings[d] if r["family"] != "bound"], "caption_acc"))[::-1]
+                   for d in panels]
+    n_corel = len(results["standard"]) + len(published_corel)
+    # one panel per row, each as tall as its bars need: read at a page's width, the labels keep a readable size
+    heights = [max(2.5, 0.3 * len(rows) + 1.2) for rows in region_rows] + [max(2.5, 0.3 * n_corel + 1.2)] * corel
+    fig, axes = plt.subplots(n, 1, figsize=(11, sum(heights) + 1.5), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    axes = list(axes[:, 0])
     colours = {"baseline": "0.6", "model": "tab:blue", "published": "tab:orange"}
-    for ax, d in zip(axes, panels):
-        rows = merge_identical(_sorted([r for r in settings[d] if r["family"] != "bound"], "caption_acc"))[::-1]
+    for ax, d, rows in zip(axes, panels, region_rows):
         y = np.arange(len(rows))
         mean = np.array([100 * r["caption_acc"][0] for r in rows])
         sd = np.array([100 * r["caption_acc"][1] for r in rows])
         ax.barh(y, mean, xerr=sd, color=[colours[r["family"]] for r in rows], edgecolor="black", linewidth=0.3)
-        ax.set_yticks(y, [_name(r) for r in rows], fontsize=7)
+        ax.set_yticks(y, [_name(r) for r in rows], fontsize=10)
         for r in settings[d]:
             if r["family"] == "bound":
                 ax.axvline(100 * r["caption_acc"][0], color="tab:green", ls="--", lw=1.5)
-        ax.set_xlabel("within-caption region accuracy % (mean ± sd, 5 splits)")
-        ax.set_title(setting_label(d), fontsize=9)
+        ax.set_xlabel("within-caption region accuracy % (mean ± sd, 5 splits)", fontsize=10)
+        ax.set_title(setting_label(d), fontsize=12)
         ax.set_xlim(0, 100)
     if not corel:
         return _finish(fig, colours, path, "Leaderboard: region labelling")
@@ -453,9 +457,9 @@ def plot_summary(results: dict, published_corel, path) -> pathlib.Path:
     order = np.argsort(f1)
     ax.barh(np.arange(len(f1)), np.array(f1)[order], color=[colours[kinds[i]] for i in order],
             hatch=None, edgecolor="black", linewidth=0.3)
-    ax.set_yticks(np.arange(len(f1)), [names[i] for i in order], fontsize=7)
-    ax.set_xlabel("per-word F1 (5 words per image)")
-    ax.set_title("Corel5k, standard split", fontsize=9)
+    ax.set_yticks(np.arange(len(f1)), [names[i] for i in order], fontsize=10)
+    ax.set_xlabel("per-word F1 (5 words per image)", fontsize=10)
+    ax.set_title("Corel5k, standard split", fontsize=12)
     return _finish(fig, colours, path, "Leaderboard: region labelling on MSRC-v2 and image annotation on Corel5k")
 
 
@@ -467,9 +471,10 @@ def _finish(fig, colours, path, title):
     handles = [Patch(color=colours["baseline"], label="baseline"), Patch(color=colours["model"], label="zoo model"),
                Patch(color=colours["published"], label="published (richer features)"),
                plt.Line2D([], [], color="tab:green", ls="--", label="supervised upper bound (sees region labels)")]
-    fig.legend(handles=handles, loc="lower center", ncol=4, frameon=False)
-    fig.suptitle(title, fontsize=13)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.96))
+    fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False, fontsize=10)
+    fig.suptitle(title, fontsize=14)
+    height = fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, 0.8 / height, 1, 1 - 0.5 / height))  # room for the legend and the title, in inches
     return save_figure(fig, path, tight_layout=False)
 
 
