@@ -57,7 +57,8 @@ def main(argv=None) -> int:
         sweeps = args.chains * (args.warmup + args.draws)
         acc = {k: float(stats[k].mean()) if k in stats else float("nan")
                for k in ("jump_acceptance", "gamma_acceptance", "swap_acceptance")}
-        print(f"{jumps} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | {float(n_active.mean()):.2f} | "
+        print(f"{jumps} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | "
+              f"{float(n_active.mean()):.2f} | "
               f"{rhat:.3f} | {ess:.1f} | {tail:.1f} | {ess / sampling:.3f} | {ess / (args.chains * args.draws):.5f} | "
               f"{d2:.1f} | {acc['jump_acceptance']:.3f} | {acc['gamma_acceptance']:.3f} | "
               f"{acc['swap_acceptance']:.3f}", flush=True)
