@@ -145,8 +145,10 @@ class JumpChain(NamedTuple):
 
 def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, width: int, min_pivot) -> JumpProposal:
     """A birth / death / swap of the current (set, beta) as in the module docstring, up to the proposed set's fit:
-    the kind, the set, e' (from the current fit's standardized coordinates, slot p moved last) and the log of the
-    factors that do not need the new fit (N(u)^(-+1) and the gamma proposal ratio r)."""
+    the proposed ordered set, e' (from the current fit's standardized coordinates, slot p moved last) and the log
+    of the factors that do not need the new fit (N(u)^(-+1) and the gamma proposal ratio r; -inf when the kind is
+    impossible here). beta (J,), fit: the current set's; gram (M, M); eligible (M,) bool; m: the number of
+    eligible basis functions; width J."""
     dtype = gram.dtype
     capacity = aset.members.shape[0]
     idx = jnp.arange(width)

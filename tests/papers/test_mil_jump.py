@@ -118,3 +118,14 @@ def test_jump_tries_option():
         zoo.fit(spec, data, method="blocked_gibbs_mh", jump_tries=2, num_samples=5, num_warmup=0, progress_bar=False)
     with pytest.raises(ValueError, match="jump_tries"):
         zoo.fit(spec, data, method="blocked_gibbs", jump_tries=-1, num_samples=5, num_warmup=0, progress_bar=False)
+
+
+def test_fit_steps_validated():
+    """The jumps' fits need at least one Newton step at delta2 (and no negative anchor steps): a ValueError naming
+    fit_steps, raised while tracing, before any computation."""
+    from zoo.inference.mil.jump import FitSteps, set_fit
+    psi, gram, data = _jump_problem()
+    aset = active_set_from_mask(gram, jnp.array([True, True, False, False]), 4)
+    for bad in (FitSteps(anchor=0, newton=0), FitSteps(anchor=-1, newton=3)):
+        with pytest.raises(ValueError, match="fit_steps"):
+            set_fit(aset, psi.T, gram, data, 2.0, HYPER.delta2_alpha, HYPER.delta2_beta, bad)
