@@ -122,11 +122,14 @@ def prior_predictive(program: Callable, program_kwargs: Mapping[str, Any], num_s
 def add_prior_predictive(fit, program_kwargs: Mapping[str, Any] | None = None, num_samples: int = 500,
                          seed: int = 0):
     """Add ``prior`` and ``prior_predictive`` groups to a fit of a NumPyro program (in place; returns the fit), with
-    the dims of its posterior: ``az.plot_ppc(fit.idata, group="prior")`` then shows the prior's simulated data."""
+    the dims of its posterior: ``az.plot_ppc(fit.idata, group="prior")`` then shows the prior's simulated data.
+    ``program_kwargs`` None: a user program's fit data (its keyword arguments), or for a zoo model whose program
+    can simulate its data (registered ``program_args``: carbonetto03, yakhnenko) the arguments made from the fit's
+    data; ValueError for a model whose program cannot (ross03: mu and sigma are arguments without a prior)."""
     import xarray as xr
 
     program = fit.spec.program
-    kwargs = dict(program_kwargs if program_kwargs is not None else fit.data)
+    kwargs = dict(program_kwargs if program_kwargs is not None else _program_kwargs_of(fit))
     prior, predictive = prior_predictive(program, kwargs, num_samples, seed)
     dims = site_dims(program, kwargs, seed)
     groups = {}
@@ -135,6 +138,18 @@ def add_prior_predictive(fit, program_kwargs: Mapping[str, Any] | None = None, n
                                          [:v.ndim - 2]), v) for k, v in arrays.items()})
     fit.idata.add_groups(groups)
     return fit
+
+
+def _program_kwargs_of(fit) -> Mapping[str, Any]:
+    """The keyword arguments of the fit's program for its own data (``add_prior_predictive``)."""
+    if fit.spec.id is None:
+        return fit.data
+    from zoo.core.registry import get_model
+    entry = get_model(fit.spec.id)
+    if entry.program_args is None:
+        raise ValueError(f"program_kwargs: {fit.spec.id!r} registers no program arguments (its program cannot "
+                         f"simulate data from the prior alone); pass them explicitly")
+    return entry.program_args(fit.spec, fit.data)
 
 
 @dataclasses.dataclass(frozen=True)
