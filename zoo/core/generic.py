@@ -137,6 +137,10 @@ def add_prior_predictive(fit, program_kwargs: Mapping[str, Any] | None = None, n
         groups[group] = xr.Dataset({k: (("chain", "draw", *dims.get(k, [f"{k}_dim_{i}" for i in range(v.ndim - 2)])
                                          [:v.ndim - 2]), v) for k, v in arrays.items()})
     fit.idata.add_groups(groups)
+    if fit.spec.id is not None:   # a zoo model: its declared dims and the data's labels, as in every other group
+        from zoo.core.idata import conform_layout
+        from zoo.core.registry import layout_of
+        conform_layout(fit.idata, **layout_of(fit.spec, fit.data))
     return fit
 
 
