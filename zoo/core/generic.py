@@ -191,6 +191,20 @@ def _latent_names(program: Callable, program_kwargs: Mapping[str, Any]) -> list[
     return [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
 
 
+def _deterministic_draws(program, program_kwargs, samples_by_chain: Mapping[str, jnp.ndarray]) -> dict:
+    """The program's deterministic sites (e.g. yakhnenko's topic_weight, the HDP's beta) at every draw of its
+    latent sites: site -> (chain, draw, ...). An optimizer's guide draws the sample sites only; NUTS keeps these
+    itself. They depend on the draws alone, so the key passed to the program is never used by them."""
+    names = [name for name, site in _trace(program, program_kwargs, 0).items() if site["type"] == "deterministic"]
+    if not names:
+        return {}
+    n_chain, n_draw = next(iter(samples_by_chain.values())).shape[:2]
+    flat = {k: v.reshape((n_chain * n_draw,) + v.shape[2:]) for k, v in samples_by_chain.items()}
+    out = numpyro.infer.Predictive(program, posterior_samples=flat, return_sites=names)(jax.random.PRNGKey(0),
+                                                                                         **program_kwargs)
+    return {k: np.asarray(v).reshape((n_chain, n_draw) + np.shape(v)[1:]) for k, v in out.items()}
+
+
 def _loglik_by_chain(program, program_kwargs, samples_by_chain: Mapping[str, jnp.ndarray]) -> dict:
     n_chain, n_draw = next(iter(samples_by_chain.values())).shape[:2]
     flat = {k: v.reshape((n_chain * n_draw,) + v.shape[2:]) for k, v in samples_by_chain.items()}
@@ -251,8 +265,10 @@ def _optimize(program, program_kwargs, guide_factory, *, seed, num_chains, num_s
 def _optimizer_fit(program, program_kwargs, posterior, losses, method, state, *, seed, spec, predictor, headline,
                    data) -> Fit:
     """The Fit of an optimizer (MAP, SVI): ``posterior`` site -> (chain, draw, ...), the objective -loss per chain
-    (chain, step) in sample_stats, the pointwise log likelihood at every draw."""
+    (chain, step) in sample_stats, the pointwise log likelihood at every draw; the program's deterministic sites
+    are added to the posterior at every draw, as NUTS keeps them (the same sites whatever the method)."""
     draws = {k: jnp.asarray(v) for k, v in posterior.items()}
+    posterior = {**_deterministic_draws(program, program_kwargs, draws), **posterior}
     idata = to_inference_data(
         posterior, sample_stats={"objective": -losses[:, None, :]},
         log_likelihood=_loglik_by_chain(program, program_kwargs, draws),
