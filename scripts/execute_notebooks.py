@@ -191,12 +191,28 @@ def repository_paths(files, root: pathlib.Path = REPOSITORY) -> list[str]:
     return sorted(out)
 
 
-def stamp(nb: nbformat.NotebookNode, setting: str, files=(), root: pathlib.Path = REPOSITORY) -> None:
+def source_digests(root: pathlib.Path = REPOSITORY) -> dict[str, str | None]:
+    """``source_digest`` of every Python file under ``root`` outside hidden folders and virtual environments,
+    taken when a run starts: a file edited while the notebook runs is then recorded as it was when the kernel
+    imported it, so the notebook reads stale instead of current."""
+    out = {}
+    for file in root.rglob("*.py"):
+        rel = file.relative_to(root)
+        if not any(part.startswith(".") or part in ("build", "node_modules") for part in rel.parts[:-1]):
+            out[rel.as_posix()] = source_digest(rel.as_posix(), root)
+    return out
+
+
+def stamp(nb: nbformat.NotebookNode, setting: str, files=(), root: pathlib.Path = REPOSITORY,
+          digests: dict | None = None) -> None:
     """Record what the stored outputs come from: the code cells' digest, the zoo version, the setting and
-    ``source_digest`` of each zoo source file of ``files`` (those the kernel imported; relative to ``root``)."""
+    ``source_digest`` of each zoo source file of ``files`` (those the kernel imported; relative to ``root``), as
+    ``digests`` (``source_digests`` at the start of the run) has it where given."""
     import zoo
+    digests = digests or {}
     nb.metadata["zoo"] = {"code_sha256": code_digest(nb), "zoo_version": zoo.__version__, "setting": setting,
-                          "zoo_sources": {f: source_digest(f, root) for f in repository_paths(files, root)}}
+                          "zoo_sources": {f: digests[f] if f in digests else source_digest(f, root)
+                                          for f in repository_paths(files, root)}}
 
 
 def stale_reasons(nb: nbformat.NotebookNode, root: pathlib.Path = REPOSITORY) -> list[str]:
@@ -248,18 +264,20 @@ def kernel_environment(fast: bool, rc_file: pathlib.Path) -> dict[str, str]:
     return env
 
 
-def execute(path: pathlib.Path, timeout: int, kernel_name: str) -> tuple[nbformat.NotebookNode, float, list]:
-    """Run one notebook (outputs cleared first) in a fresh kernel; returns it executed, the wall time in s and the
-    source files of the zoo modules its kernel imported (``MODULES_PROBE``, run last and removed)."""
+def execute(path: pathlib.Path, timeout: int, kernel_name: str) -> tuple[nbformat.NotebookNode, float, list, dict]:
+    """Run one notebook (outputs cleared first) in a fresh kernel; returns it executed, the wall time in s, the
+    source files of the zoo modules its kernel imported (``MODULES_PROBE``, run last and removed) and the digests
+    of the repository's sources at the start (``source_digests``)."""
     nb = nbformat.read(path, as_version=4)
     clear_outputs(nb)
     nb.cells.append(nbformat.v4.new_code_cell(MODULES_PROBE))
+    digests = source_digests()
     client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, record_timing=False,
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
-    return nb, seconds, imported_zoo_files(nb)
+    return nb, seconds, imported_zoo_files(nb), digests
 
 
 def write_atomically(nb: nbformat.NotebookNode, path: pathlib.Path) -> None:
@@ -321,14 +339,14 @@ def main(argv: list[str] | None = None) -> int:
             for path in paths:
                 print(f"{path.name}: running ({setting}) ...", flush=True)
                 try:
-                    nb, seconds, files = execute(path, args.timeout, args.kernel)
+                    nb, seconds, files, digests = execute(path, args.timeout, args.kernel)
                 except CellExecutionError as err:
                     failed.append(path.name)
                     print(f"{path.name}: FAILED, left unchanged\n{err}", file=sys.stderr, flush=True)
                     continue
                 dropped = drop_widget_outputs(nb)
                 coalesce_streams(nb)
-                stamp(nb, "fast" if args.fast else "full", files)
+                stamp(nb, "fast" if args.fast else "full", files, digests=digests)
                 for line in warnings_in(nb):
                     print(f"{path.name}: warning in the stored output: {line}", file=sys.stderr, flush=True)
                 if write:

@@ -65,6 +65,15 @@ def test_a_change_of_a_zoo_file_the_notebook_ran_makes_it_stale_but_a_comment_do
     module.unlink()                                                      # a file gone is a change too
     assert execute_notebooks.stale_reasons(nb, root=tmp_path) == [
         "code of 1 zoo source file(s) it ran changed: zoo/fmt.py"]
+    # edited while the notebook ran: the stamp records the file as it was at the start, so it reads stale
+    module.write_text('def fmt(x):\n    return f"{x:.3g}"\n')
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "ignored.py").write_text("x = 1\n")
+    at_start = execute_notebooks.source_digests(tmp_path)
+    assert list(at_start) == ["zoo/fmt.py"]
+    module.write_text('def fmt(x):\n    return f"{x:.4g}"\n')
+    execute_notebooks.stamp(nb, "full", [str(module)], root=tmp_path, digests=at_start)
+    assert execute_notebooks.stale_reasons(nb, root=tmp_path) != []
     del nb.metadata["zoo"]["zoo_sources"]                                 # a stamp from before the file digests
     assert "no digest of the zoo source files" in execute_notebooks.stale_reasons(nb, root=tmp_path)[0]
 
