@@ -66,7 +66,10 @@ def load_results(folder) -> dict:
     pixel_rows = jsonl("msrc_pixel_rows.jsonl")
     pixel = [r for r in summarize(pixel_rows) if not math.isnan(r["pixel_acc"][0])] if pixel_rows else []
     fixed = jsonl("mil_protocol_rows.jsonl")
-    mil_rows = fixed + jsonl("mil_protocol_rows_kueck.jsonl") + jsonl("mil_protocol_rows_svm_search.jsonl")
+    # the SVM searches, one file per process that ran them (two processes never append to one file)
+    searched = [r for path in sorted(folder.glob("mil_protocol_rows_svm_search*.jsonl"))
+                if not path.stem.endswith("_folds") for r in read_results(path)]
+    mil_rows = fixed + jsonl("mil_protocol_rows_kueck.jsonl") + searched
     mil = summarize_protocol(mil_rows) + unfinished_runs(mil_rows, jsonl("mil_protocol_rows_kueck_folds.jsonl"))
     for row in mil:
         same = [r for r in mil_rows if (r["data"], r["method"]) == (row["data"], row["method"])]
