@@ -4,9 +4,12 @@ ESS 400 with r-hat < 1.01, by the samplers' own ``num_samples="auto"`` (``zoo.in
 check runs every 250 sweeps per chain, so the figure is rounded up to the next check and includes the checks).
 
 Beside it, where a generic sampler applies to the same program: NumPyro's NUTS on carbonetto03's mixture (its
-continuous program); the samplers of gustafson07 and kueck04 have discrete sites (M, gamma) that NUTS cannot move,
-and NumPyro's ``DiscreteHMCGibbs`` on them is not measured here (left for later; the note of issue 29 says so).
-A row that stops at its time budget reports the ESS it reached instead (``reached`` False).
+continuous program), and NumPyro's ``DiscreteHMCGibbs(NUTS)`` on gustafson07's collapsed FS program
+(``zoo.models.collapsed_fs``, the program of ``zoo bench cvfs``) beside gustafson07.fs on the same data
+(``bench_fs_data``: labelled one-region images and unannotated ones; the Sec. 6 data's keyword constraints are not
+in that program). kueck04 has no peer row: its constraint labels are deterministic functions of the signs of Z, a
+likelihood NumPyro's samplers cannot move through. A row that stops at its time budget reports the ESS it reached
+instead (``reached`` False).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ def _auto_row(model_id: str, dataset: str, budget: float, **options) -> dict:
     import zoo
     from zoo.core.convergence import ConvergenceWarning
 
-    data = zoo.load_dataset(dataset)
+    data = _bench_fs_data() if dataset == BENCH_FS else zoo.load_dataset(dataset)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -76,8 +79,73 @@ def _nuts_row(budget: float) -> dict:
             "wall_seconds": seconds, "compile_seconds": float("nan")}
 
 
+#: the data of ``zoo bench cvfs`` (``zoo.data.gustafson07.bench_fs_data``), where the collapsed FS program applies
+BENCH_FS = "bench_fs_data"
+
+
+def _bench_fs_data():
+    from zoo.data.gustafson07 import bench_fs_data
+    return bench_fs_data()
+
+
+def _discrete_hmc_gibbs_row(budget: float) -> dict:
+    """NumPyro's DiscreteHMCGibbs(NUTS) on the collapsed FS program with ``bench_fs_data`` (the arguments of
+    ``zoo bench cvfs``), 4 chains one after the other: warm-up (300 sweeps, holding the compilation), then runs of
+    250 draws per chain continued from the last state (one compiled run reused), checked after each as the zoo's
+    ``num_samples="auto"`` checks (M and n_relevant = sum M, ``short_of``), until they pass or ``budget`` seconds
+    of sampling are spent."""
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer import MCMC, NUTS, DiscreteHMCGibbs
+    import zoo
+    from zoo.core.convergence import short_of
+    from zoo.models.collapsed_fs import collapsed_fs_program
+    from zoo.papers.gustafson07 import region_arrays, region_problem
+
+    data = _bench_fs_data()
+    arrays = region_arrays(data)
+    problem = region_problem(zoo.model("gustafson07.fs"), arrays)
+    half = len(data.X) // 2
+    args = (jnp.asarray(arrays.X), jnp.asarray(data.region_labels[:half] + 1), 4, problem.delta0, problem.Omega0)
+    step = 250
+    mcmc = MCMC(DiscreteHMCGibbs(NUTS(collapsed_fs_program)), num_warmup=300, num_samples=step,
+                num_chains=CHAINS, chain_method="sequential", progress_bar=False)
+    start = time.perf_counter()
+    mcmc.warmup(jax.random.PRNGKey(0), *args)
+    compile_and_warmup = time.perf_counter() - start
+    chunks, seconds, reached = [], 0.0, False
+    while seconds < budget:
+        t0 = time.perf_counter()
+        mcmc.run(mcmc.post_warmup_state.rng_key, *args)
+        seconds += time.perf_counter() - t0
+        mcmc.post_warmup_state = mcmc.last_state
+        chunks.append(np.asarray(mcmc.get_samples(group_by_chain=True)["M"]))
+        M = np.concatenate(chunks, axis=1)
+        if not short_of({"M": M, "n_relevant": M.sum(-1)}, TARGET_ESS):
+            reached = True
+            break
+    short = short_of({"M": M, "n_relevant": M.sum(-1)}, 0.0)
+    worst = _worst_ess(M)
+    return {"model": "gustafson07.fs program (NumPyro DiscreteHMCGibbs(NUTS))", "data": BENCH_FS, "chains": CHAINS,
+            "reached": reached, "sweeps_per_chain": M.shape[1], "seconds_to_ess400": seconds,
+            "worst_headline_ess": worst, "wall_seconds": compile_and_warmup + seconds,
+            "compile_seconds": float("nan"), "note": "; ".join(f"{k}: {v}" for k, v in short.items())}
+
+
+def _worst_ess(M: np.ndarray) -> float:
+    """The smallest bulk or tail ESS over the varying elements of M and n_relevant (NaN: none varies)."""
+    import arviz as az
+    values = [np.asarray(M, float), np.asarray(M, float).sum(-1, keepdims=True)]
+    worst = []
+    for v in values:
+        flat = v.reshape(-1, v.shape[-1])
+        for i in np.flatnonzero(~np.all(flat == flat[:1], axis=0)):
+            worst += [float(az.ess(v[..., i], method="bulk")), float(az.ess(v[..., i], method="tail"))]
+    return min(worst) if worst else float("nan")
+
+
 CASES = (("gustafson07.fs", "gustafson07_sec6", {}), ("gustafson07.cvfs", "gustafson07_sec6", {}),
-         ("kueck04.constraint", "kueck04_ring", {}))
+         ("kueck04.constraint", "kueck04_ring", {}), ("gustafson07.fs", BENCH_FS, {}))
 
 
 def time_to_ess_table(fast: bool = False, budget: float | None = None):
@@ -88,17 +156,19 @@ def time_to_ess_table(fast: bool = False, budget: float | None = None):
 
     budget = float(budget) if budget is not None else (30.0 if fast else 300.0)
     rows = [_auto_row(model_id, dataset, budget, **options) for model_id, dataset, options in CASES]
+    rows.append(_discrete_hmc_gibbs_row(budget))
     rows.append(_nuts_row(budget))
     return pd.DataFrame(rows)
 
 
-@register_benchmark("time_to_ess", peer="NumPyro NUTS (continuous programs only)")
+@register_benchmark("time_to_ess", peer="NumPyro NUTS (carbonetto03) and DiscreteHMCGibbs(NUTS) (gustafson07 FS)")
 def benchmark_time_to_ess(fast: bool = False) -> dict:
     """Seconds of sampling to ESS 400 on the worst headline site, per sampler (``time_to_ess_table``)."""
     table = time_to_ess_table(fast)
     out = {}
     for row in table.to_dict("records"):
-        key = row["model"].split(" ")[0].replace(".", "_") + ("_nuts" if "NUTS" in row["model"] else "")
+        peer = "_dhmcg" if "DiscreteHMCGibbs" in row["model"] else "_nuts" if "NUTS" in row["model"] else ""
+        key = f"{row['model'].split(' ')[0]}_{row['data']}".replace(".", "_") + peer
         out[f"{key}_seconds_to_ess400"] = row["seconds_to_ess400"] if row["reached"] else float("nan")
         out[f"{key}_worst_ess"] = row["worst_headline_ess"]
         out[f"{key}_sweeps"] = row["sweeps_per_chain"]
