@@ -38,10 +38,12 @@ def test_fit_inference_data_and_predictions(ring, ring_fit):
     idata = ring_fit.idata
     post = idata.posterior
     assert post.sizes["chain"] == 2 and post.sizes["draw"] == 200
-    assert post["beta"].shape == (2, 200, ring.X.shape[0])
+    # the per-basis coefficients (one kernel per training instance) are per-unit draws; posterior: the headline
+    beta = idata.unit_posterior["beta"]
+    assert beta.shape == (2, 200, ring.X.shape[0]) and set(post.data_vars) == {"delta2", "n_active"}
     for name in ("gamma_acceptance", "n_active", "z_acceptance", "capacity_hits"):
         assert name in idata.sample_stats
-    assert np.all(np.isfinite(post["beta"].values)) and np.all(np.isfinite(post["delta2"].values))
+    assert np.all(np.isfinite(beta.values)) and np.all(np.isfinite(post["delta2"].values))
     assert idata.log_likelihood["group_label"].shape == (2, 200, ring.n_bags)
     assert np.all(np.isfinite(idata.log_likelihood["group_label"].values))
     az.loo(idata)                                   # log_likelihood usable by ArviZ
