@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import zoo  # noqa: F401  (float64)
-from zoo.diagnostics.sbc import chi2_test, ecdf_test, plot_ecdf_difference, ranks, run_sbc, sbc_table
+from zoo.diagnostics.sbc import (MIN_FIGSIZE, SBCResult, chi2_test, ecdf_test, plot_ecdf_difference, ranks, run_sbc,
+                                 sbc_table)
 
 N_TRIALS, A, B = 10, 2.0, 2.0
 
@@ -51,6 +52,23 @@ def test_sbc_passes_an_exact_sampler_and_catches_miscalibrated_ones(extra_a, con
     row = sbc_table({"beta-binomial": result, "other": "needs data"})
     assert row[0][-2].startswith("pass" if calibrated else "FAIL") and row[0][-1] == "exact conjugate posterior"
     assert row[0][3] == 400 and row[0][5] == 2 and row[1][-2:] == ["not run", "needs data"]
+
+
+def test_a_one_panel_sbc_figure_is_not_smaller_than_its_title(tmp_path):
+    """check_sampler's one-quantity figures were 300 x 240 px beside their suptitle: the figure has a minimum
+    size, and the suptitle fits its width."""
+    import matplotlib
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(0)
+    result = SBCResult("kueck04.constraint", "mcmc", "mcmc", 99, {"delta2": rng.integers(0, 100, 200)}).test()
+    fig = plot_ecdf_difference(result)
+    width, height = fig.get_size_inches()
+    assert width >= MIN_FIGSIZE[0] and height >= MIN_FIGSIZE[1]
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+    assert box.x0 >= 0 and box.x1 <= width * fig.dpi
+    import matplotlib.pyplot as plt
+    plt.close(fig)
 
 
 def test_ranks_break_ties_at_random_and_stay_uniform():

@@ -253,3 +253,61 @@ def test_document_shows_the_finished_folds_of_an_unfinished_run_apart():
     assert row["accuracy"][0] == pytest.approx(200 / 3)
     text = "\n".join(_mil_table([row], []))
     assert "UNFINISHED: 2 of 10 folds of run 1" in text and "sd over runs" not in text
+
+
+def test_svm_search_chooses_on_training_bags_only_and_keeps_the_fixed_setting_on_ties(tmp_path, monkeypatch):
+    from zoo.experiments import mil_svm_search as search
+    from zoo.experiments.mil_protocol import mi_svm_bag_scores, protocol_folds
+    # a flat inner score keeps C = 1, factor 1; then the smaller C among equally near settings
+    settings = search.grid()
+    assert len(settings) == len(search.C_GRID) * len(search.GAMMA_FACTORS)
+    assert settings[search.choose(settings, [0.5] * len(settings))] == (1.0, 1.0)
+    accuracies = [0.5] * len(settings)
+    accuracies[settings.index((0.1, 1.0))] = accuracies[settings.index((10.0, 1.0))] = 0.7
+    assert settings[search.choose(settings, accuracies)] == (0.1, 1.0)
+    # the default keywords reproduce the fixed-setting SVM
+    data = _bags()
+    folds = protocol_folds(data.bag_labels, runs=1, n_folds=5)[0]
+    from zoo.data.mil import subset_bags
+    train, test = subset_bags(data, np.flatnonzero(folds != 0)), subset_bags(data, np.flatnonzero(folds == 0))
+    np.testing.assert_allclose(mi_svm_bag_scores(train, test), mi_svm_bag_scores(train, test, C=1.0,
+                                                                                 gamma_factor=1.0))
+    # the test bags are never seen by the choice: the scorer records every training set it is given
+    seen = []
+
+    def scorer(fit_on, score_on, C, gamma_factor):
+        seen.append((set(map(tuple, fit_on.X.round(12))), set(map(tuple, score_on.X.round(12)))))
+        return mi_svm_bag_scores(fit_on, score_on, C=C, gamma_factor=gamma_factor)
+    small = [(1.0, 1.0), (10.0, 0.25)]
+    record = search.searched_fold(scorer, data, folds, 0, small)
+    test_rows = set(map(tuple, test.X.round(12)))
+    assert len(seen) == 2 * 3 + 1
+    assert all(not (fit & test_rows) and not (held & test_rows) for fit, held in seen[:-1])
+    assert seen[-1][1] == test_rows and not (seen[-1][0] & test_rows)
+    assert record["chosen"] == dict(zip(("C", "gamma_factor"), small[search.choose(
+        small, [e["inner_accuracy"] for e in record["evidence"]])]))
+    assert record["bags"] == np.flatnonzero(folds == 0).tolist()
+    # rows and folds written as they finish; a rerun resumes (nothing recomputed)
+    monkeypatch.setattr(search, "load_mil_benchmark", lambda name: data)
+    monkeypatch.setattr(search, "grid", lambda: small)
+    results = tmp_path / "rows.jsonl"
+    run = search.run_search("toy", 1, results, methods=("mi-SVM (C, gamma by inner CV)",), log=lambda _: None)
+    (row,) = run.rows
+    assert row["n_folds"] == 10 and len(row["chosen"]) == 10 and 0 <= row["accuracy"] <= 100
+    monkeypatch.setattr(search, "searched_fold", lambda *a, **k: pytest.fail("a finished fold was recomputed"))
+    assert search.run_search("toy", 1, results, methods=("mi-SVM (C, gamma by inner CV)",)).rows == [row]
+    with pytest.raises(ValueError, match="methods"):
+        search.run_search("toy", 1, results, methods=("SVM",))
+
+
+def test_document_states_the_svm_search_beside_the_fixed_setting_on_the_same_runs():
+    from zoo.leaderboards.document import _search_note
+    grid = [[c, g] for c in (0.1, 1.0, 10.0, 100.0) for g in (0.25, 1.0, 4.0)]
+    fixed = [{"data": "musk1", "method": "mi-SVM", "run": r, "accuracy": a} for r, a in enumerate((80.0, 82.0, 90.0))]
+    rows = [{"data": "musk1", "method": "mi-SVM (C, gamma by inner CV)", "run": r, "accuracy": a, "grid": grid,
+             "chosen": [{"C": 10.0, "gamma_factor": 0.25}, {"C": 1.0, "gamma_factor": 1.0}]}
+            for r, a in ((0, 83.0), (1, 85.0))]
+    note = _search_note(rows, fixed)
+    assert "C in {0.1, 1, 10, 100} x gamma in {0.25, 1, 4}" in note
+    assert "chosen C (0.1: 0, 1: 2, 10: 2, 100: 0)" in note and "over 4 folds" in note
+    assert "same 2 run(s): 81.0, difference +3.0" in note           # runs 0 and 1 only, not run 2's 90.0

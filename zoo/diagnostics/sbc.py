@@ -142,6 +142,10 @@ def _band(n: int, n_points: int, alpha: float, n_sim: int = 2000, seed: int = 1)
     return z, binom.ppf(level / 2, n, z) / n - z, binom.isf(level / 2, n, z) / n - z
 
 
+#: smallest (width, height) in inches of ``plot_ecdf_difference``'s figure (600 x 340 px at 100 dpi)
+MIN_FIGSIZE = (6.0, 3.4)
+
+
 def plot_ecdf_difference(result: SBCResult, path=None, alpha: float = 0.05):
     """One panel per quantity: ECDF of the fractional ranks minus the uniform CDF, with the simultaneous 1 - alpha
     band. Saved to ``path`` when given; returns the figure."""
@@ -152,7 +156,9 @@ def plot_ecdf_difference(result: SBCResult, path=None, alpha: float = 0.05):
     names = list(result.ranks)
     cols = min(4, len(names))
     rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3 * cols, 2.4 * rows), squeeze=False)
+    # at least MIN_FIGSIZE: a one- or two-panel figure at 3 x 2.4 in per panel reads small beside its suptitle
+    fig, axes = plt.subplots(rows, cols, figsize=(max(3 * cols, MIN_FIGSIZE[0]), max(2.4 * rows, MIN_FIGSIZE[1])),
+                             squeeze=False)
     rng = np.random.default_rng(0)
     for ax, name in zip(axes.flat, names):
         r = result.ranks[name]

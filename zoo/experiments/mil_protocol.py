@@ -84,9 +84,11 @@ def protocol_folds(bag_labels: np.ndarray, runs: int, n_folds: int = 10) -> list
     return [stratified_bag_folds(bag_labels, n_folds, seed=r) for r in range(runs)]
 
 
-def _svc(X, y):
+def _svc(X, y, C: float = 1.0, gamma_factor: float = 1.0):
+    """RBF SVC with gamma = gamma_factor x scikit-learn's "scale" (1 / (D Var X) of the instances it is fitted on)."""
     from sklearn.svm import SVC
-    return SVC(C=1.0, kernel="rbf", gamma="scale").fit(X, y)
+    gamma = gamma_factor / (X.shape[1] * X.var()) if X.var() > 0 else gamma_factor
+    return SVC(C=C, kernel="rbf", gamma=gamma).fit(X, y)
 
 
 def _rbf(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
@@ -95,17 +97,18 @@ def _rbf(A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
     return np.exp(-gamma * np.maximum(sq, 0.0))
 
 
-def mi_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20) -> np.ndarray:
+def mi_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20, C: float = 1.0,
+                      gamma_factor: float = 1.0) -> np.ndarray:
     """mi-SVM (Andrews et al. 2003, Sec. 2): (B_test,) bag scores (largest instance margin). Every loop trains on
-    all training instances, so the RBF kernel (gamma = "scale" = 1 / (D Var X), as scikit-learn's) is computed
-    once."""
+    all training instances, so the RBF kernel (gamma = gamma_factor x "scale" = gamma_factor / (D Var X), as
+    scikit-learn's) is computed once. The defaults are the fixed setting of the protocol's rows."""
     from sklearn.svm import SVC
     X, Xt = _standardized(train.X, train.X), _standardized(test.X, train.X)
-    gamma = 1.0 / (X.shape[1] * X.var()) if X.var() > 0 else 1.0
+    gamma = gamma_factor / (X.shape[1] * X.var()) if X.var() > 0 else gamma_factor
     K = _rbf(X, X, gamma)
 
     def svc(labels):
-        return SVC(C=1.0, kernel="precomputed").fit(K, labels)
+        return SVC(C=C, kernel="precomputed").fit(K, labels)
     positive_bag = np.asarray(train.bag_labels)[train.bag_ids] == 1
     y = positive_bag.astype(int)
     model = svc(y)
@@ -124,9 +127,11 @@ def mi_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20) -> np.ndarray
     return np.array([f[test.bag_ids == b].max() for b in range(test.n_bags)])
 
 
-def MI_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20) -> np.ndarray:
+def MI_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20, C: float = 1.0,
+                      gamma_factor: float = 1.0) -> np.ndarray:
     """MI-SVM (Andrews et al. 2003, Sec. 3): one witness per positive bag (first its mean, then its instance of
-    largest margin) against every negative instance; (B_test,) bag scores (largest instance margin)."""
+    largest margin) against every negative instance; (B_test,) bag scores (largest instance margin). ``C`` and
+    ``gamma_factor`` as in ``mi_svm_bag_scores``."""
     X, Xt = _standardized(train.X, train.X), _standardized(test.X, train.X)
     labels = np.asarray(train.bag_labels)
     negatives = X[labels[train.bag_ids] == 0]
@@ -136,7 +141,7 @@ def MI_svm_bag_scores(train: Bags, test: Bags, max_iter: int = 20) -> np.ndarray
     model = None
     for _ in range(max_iter):
         model = _svc(np.vstack([witnesses, negatives]),
-                     np.r_[np.ones(len(witnesses), int), np.zeros(len(negatives), int)])
+                     np.r_[np.ones(len(witnesses), int), np.zeros(len(negatives), int)], C, gamma_factor)
         f = model.decision_function(X)
         new = np.array([np.flatnonzero(train.bag_ids == b)[np.argmax(f[train.bag_ids == b])] for b in positive_bags])
         if chosen is not None and np.array_equal(new, chosen):
@@ -248,7 +253,8 @@ def selection_shapes(data: Bags, fold_sets, criterion: str, max_active: int, bas
 def kueck_fold_selected_scores(data: Bags, folds: np.ndarray, *, criterion: str = "holdout", sweeps: int = 300,
                                refit_sweeps: int = 1000, max_active: int = 100, basis: int | None = None,
                                n_widths: int = 6, kernels=KERNELS, seed: int = 0, skip=(), on_fold=None,
-                               max_draws: int = 500, pad_to=None) -> tuple[np.ndarray, list]:
+                               max_draws: int = 500, pad_to=None, jump_tries: int | None = None
+                               ) -> tuple[np.ndarray, list]:
     """Kück's constraint model with kernel and width chosen per outer fold on its training bags only, one outer
     fold at a time (each finished fold handed to ``on_fold``, so a long run can be resumed with ``skip``).
 
@@ -263,8 +269,9 @@ def kueck_fold_selected_scores(data: Bags, folds: np.ndarray, *, criterion: str 
     The test bags are read only after the choice, by the chosen fit (posterior mean Pr(bag positive)). Seeds:
     ``seed + 100 k + setting`` (the refit ``seed + 100 k + 99``). All folds' selection fits share one padded
     shape and compilation, and all refits another; ``pad_to`` (``selection_shapes`` of several runs' folds)
-    widens both shapes so that further runs reuse them. Returns (scores (B,), nan for skipped folds; one record
-    per fitted fold {fold, bags (test bag indices), scores, chosen, evidence (per setting)})."""
+    widens both shapes so that further runs reuse them; ``jump_tries`` as in ``kueck04_cv.iter_fit_padded``.
+    Returns (scores (B,), nan for skipped folds; one record per fitted fold {fold, bags (test bag indices),
+    scores, chosen, evidence (per setting)})."""
     from zoo.experiments.kueck04_select import log_score
     from zoo.papers.kueck04_cv import draw_log_all_negative, fold_scores, iter_fit_padded
     if criterion not in CRITERIA:
@@ -287,7 +294,7 @@ def kueck_fold_selected_scores(data: Bags, folds: np.ndarray, *, criterion: str 
                 for s, (kernel, width) in enumerate(grid)]
         evidence, best, best_fit = [], -1, None
         for (spec, _, _), fit in zip(jobs, iter_fit_padded(jobs, num_warmup=sweeps, num_samples=sweeps,
-                                                           pad_to=like)):
+                                                           pad_to=like, jump_tries=jump_tries)):
             log_neg = draw_log_all_negative(spec, fit, score_on, max_draws)
             entry = {"kernel": spec.options["kernel"], "width": spec.options["width"],
                      "capacity_hits": fit.capacity_hits, "seconds": fit.seconds}
@@ -302,7 +309,7 @@ def kueck_fold_selected_scores(data: Bags, folds: np.ndarray, *, criterion: str 
         spec, fit = best_fit
         if criterion == "holdout":
             fit = next(iter_fit_padded([(spec, train, seed + 100 * k + 99)], num_warmup=refit_sweeps,
-                                       num_samples=refit_sweeps, pad_to=refit_like))
+                                       num_samples=refit_sweeps, pad_to=refit_like, jump_tries=jump_tries))
         held = np.flatnonzero(folds == k)
         scores[held] = fold_scores(spec, fit, subset_bags(data, held), max_draws)
         record = {"fold": k, "bags": held.tolist(), "scores": scores[held].tolist(),
@@ -337,7 +344,7 @@ def _folds_path(results) -> pathlib.Path:
 def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", KUECK_HOLDOUT), n_folds: int = 10,
                  first_run: int = 0, inner_sweeps: int = 300, outer_sweeps: int = 1000, sweeps: int = 300,
                  refit_sweeps: int = 1000, n_widths: int = 6, max_active: int = 100, basis: int | None = None,
-                 log=print) -> ProtocolRun:
+                 jump_tries: int | None = None, log=print) -> ProtocolRun:
     """Runs ``first_run``..``runs``-1 of ``n_folds``-fold CV on the benchmark ``name``; one row {data, method,
     run, accuracy (%), seconds, n_folds, chosen, sweeps, ...} per (method, run) appended to ``results`` (JSON
     lines); rows already there are reused. Kück's model chosen per fold (``FOLD_SELECTED``: ``sweeps``,
@@ -358,6 +365,7 @@ def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", 
     data = load_mil_benchmark(name)
     y = np.asarray(data.bag_labels)
     all_folds = protocol_folds(y, runs, n_folds)
+    from zoo.papers.kueck04 import JUMP_TRIES as paper_jumps
     # Kück's fits of every run padded to one shape (one compilation per process, not two per run)
     pad_to = {criterion: selection_shapes(data, all_folds, criterion, max_active, basis)
               for criterion in {FOLD_SELECTED[m] for m in methods if m in FOLD_SELECTED}}
@@ -379,9 +387,11 @@ def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", 
             elif method in FOLD_SELECTED:
                 criterion = FOLD_SELECTED[method]
                 setting = {"criterion": criterion, "sweeps": sweeps, "refit_sweeps": refit_sweeps,
-                           "n_widths": n_widths, "max_active": max_active, "basis": basis}
+                           "n_widths": n_widths, "max_active": max_active, "basis": basis,
+                           "jump_tries": paper_jumps if jump_tries is None else int(jump_tries)}
+                # folds written before the jumps existed (no "jump_tries") ran without them
                 old = {f["fold"]: f for f in fold_rows if (f["method"], f["run"]) == (method, r)
-                       and f["setting"] == setting}
+                       and {"jump_tries": 0, **f["setting"]} == setting}
 
                 def keep(record, r=r, method=method, setting=setting):
                     append_fold({"data": name, "method": method, "run": r, "setting": setting, **record})
@@ -390,14 +400,15 @@ def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", 
                 scores, records = kueck_fold_selected_scores(
                     data, folds, criterion=criterion, sweeps=sweeps, refit_sweeps=refit_sweeps,
                     max_active=max_active, basis=basis, n_widths=n_widths, seed=10_000 * r, skip=old, on_fold=keep,
-                    pad_to=pad_to[criterion])
+                    pad_to=pad_to[criterion], jump_tries=setting["jump_tries"])
                 records = sorted(list(old.values()) + records, key=lambda f: f["fold"])
                 for f in old.values():
                     scores[f["bags"]] = f["scores"]
                 chosen = [f["chosen"] for f in records]
                 threshold = 0.5
                 extra = {"selection": criterion, "sweeps": [sweeps, refit_sweeps], "max_active": max_active,
-                         "basis": basis, "fit_seconds": sum(e["seconds"] for f in records for e in f["evidence"])
+                         "basis": basis, "jump_tries": setting["jump_tries"],
+                         "fit_seconds": sum(e["seconds"] for f in records for e in f["evidence"])
                          + sum(f.get("refit_seconds", 0.0) for f in records)}
             else:
                 scores, chosen = kueck_selected_scores(data, folds, inner_sweeps=inner_sweeps,
@@ -428,12 +439,14 @@ def main(argv=None) -> int:
     parser.add_argument("--widths", type=int, default=6)
     parser.add_argument("--max-active", type=int, default=100)
     parser.add_argument("--basis", type=int, default=None)
+    parser.add_argument("--jump-tries", type=int, default=None,
+                        help="Z-collapsed jumps per sweep (default: the papers'; 0 continues runs begun without them)")
     args = parser.parse_args(argv)
     alias = {"kueck-holdout": KUECK_HOLDOUT, "kueck-loo": KUECK_LOO, "kueck-inner-cv": KUECK_INNER_CV}
     methods = tuple(alias.get(m.strip(), m.strip()) for m in args.methods.split(",") if m.strip())
     run_protocol(args.data, args.runs, args.results, methods=methods, first_run=args.first_run,
                  sweeps=args.sweeps, refit_sweeps=args.refit_sweeps, n_widths=args.widths,
-                 max_active=args.max_active, basis=args.basis,
+                 max_active=args.max_active, basis=args.basis, jump_tries=args.jump_tries,
                  log=lambda text: print(text, flush=True))
     return 0
 

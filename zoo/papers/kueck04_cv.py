@@ -44,11 +44,14 @@ def fit_padded(jobs, *, num_warmup: int, num_samples: int, fast_compile: bool = 
     return list(iter_fit_padded(jobs, num_warmup=num_warmup, num_samples=num_samples, fast_compile=fast_compile))
 
 
-def iter_fit_padded(jobs, *, num_warmup: int, num_samples: int, fast_compile: bool = False, pad_to=()):
+def iter_fit_padded(jobs, *, num_warmup: int, num_samples: int, fast_compile: bool = False, pad_to=(),
+                    jump_tries: int | None = None):
     """``fit_padded`` one job at a time: yields each job's ``FoldFit`` as soon as it is sampled, so a caller that
     keeps only what it needs of each fit holds one problem's kernel matrix at a time (many jobs, large N).
     ``pad_to``: more shapes (``job_shape`` of problems not fitted here) the padding also covers, so that calls
-    made one fold at a time share one padded shape, hence one compilation."""
+    made one fold at a time share one padded shape, hence one compilation. ``jump_tries``: Z-collapsed jumps of
+    the active set per sweep (None: the papers' default ``kueck04.JUMP_TRIES``; 0: the sampler before them, which
+    a long experiment begun before them continues with)."""
     from zoo.inference.mil.padding import PaddedShape
     from zoo.papers import kueck04 as paper
     jobs = list(jobs)
@@ -60,6 +63,8 @@ def iter_fit_padded(jobs, *, num_warmup: int, num_samples: int, fast_compile: bo
     if len(configs) != 1:
         raise ValueError("jobs: the specs must share the sampler's static settings (variant, delta2 prior family)")
     config = configs.pop()
+    if jump_tries is not None:
+        config = config._replace(jump_tries=int(jump_tries))
     # checked above before any fit; the fits themselves run as the caller asks for them
     return _fits(jobs, config, shape, num_warmup, num_samples, fast_compile)
 
