@@ -4,7 +4,9 @@
 - the NumPyro programs' label prior;
 - the collapsed sweep (flips, joint move, coverage-constrained labels) and the joint move alone against brute-force
   enumeration at w = 4 (the same tiny problem as test_gustafson07_gibbs.py, whose enumeration holds w = 1);
-- a Geweke joint-distribution test of the FS sweep at w = 1/4 against the NumPyro program;
+- a Geweke joint-distribution test of the FS sweep at w = 1/4 against the NumPyro program (slow suite: the default
+  suite keeps the sweep's exactness check at w != 1, the enumeration at w = 4, and checks both programs' label
+  prior at w != 1 exactly in ``test_the_spec_carries_w_to_the_program_and_the_sampler``);
 - prediction on images without captions: eq. 1 times the prior, checked against w = 1 on the same draws;
 - ``choose_garbage_weight`` on a tiny problem: a grid member chosen by the held-out caption score alone.
 """
@@ -79,11 +81,14 @@ def test_the_spec_carries_w_to_the_program_and_the_sampler():
     assert np.allclose(probs[0], [0.8, 0.2, 0.0]) and np.allclose(probs.sum(1), 1.0)
     assert np.array_equal(np.asarray(label_prior_probs(ALLOWED, 1.0)), ALLOWED / ALLOWED.sum(1, keepdims=True))
     # the spec's program draws Y from label_prior_probs(allowed, w) (its Y prior against the sampler at w != 1:
-    # the Geweke test below)
+    # the Geweke test below, slow suite; here exactly, for both programs)
     assert spec.program.keywords["garbage_weight"] == 0.3
     y_fs = _y_prior(collapsed_fs_program, jnp.asarray(X_TINY), jnp.array([1]), 3, jnp.zeros(P), jnp.eye(P),
                     garbage_weight=3.0)
     assert np.allclose(np.asarray(y_fs.base_dist.probs), [0.6, 0.2, 0.2])
+    y_joint = _y_prior(feature_selection_model, *ARGS, variant="fs", n_features=P, garbage_weight=3.0)
+    probs = np.asarray(getattr(y_joint, "base_dist", y_joint).probs)
+    assert np.allclose(probs, np.asarray(label_prior_probs(ALLOWED, 3.0)))
 
 
 class _Stop(Exception):
@@ -217,6 +222,7 @@ def _fs_geweke(n_forward, n_chain):
     return g_fwd
 
 
+@pytest.mark.slow
 def test_fs_sweep_passes_geweke_test_at_w_quarter():
     """Marginal-conditional (the program at w = 1/4, coverage by rejection) against successive-conditional
     (X | Y, M from the program, then one FS sweep at w = 1/4). Each image has two units and one keyword, so under
