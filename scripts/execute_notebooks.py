@@ -64,6 +64,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from zoo.core.workers import restore_environment, set_environment
+
 REPOSITORY = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPOSITORY / "notebooks"
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -332,9 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="zoo-notebooks-") as scratch:
         rc_file = pathlib.Path(scratch) / "matplotlibrc"
         rc_file.write_text(f"backend: {INLINE_BACKEND}\nfigure.dpi: {FIGURE_DPI}\n")
-        saved = {key: os.environ.get(key) for key in ("MPLBACKEND", "MATPLOTLIBRC", "OMP_NUM_THREADS",
-                                                      "ZOO_NOTEBOOK_FAST")}
-        os.environ.update(kernel_environment(args.fast, rc_file))   # the kernel inherits this process's environment
+        # the kernel inherits this process's environment
+        saved = set_environment(kernel_environment(args.fast, rc_file))
         try:
             for path in paths:
                 print(f"{path.name}: running ({setting}) ...", flush=True)
@@ -355,11 +356,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{path.name}: {seconds:.1f} s ({setting}); {dropped} progress-bar outputs dropped; "
                       f"{f'stored, {size:.0f} KiB' if write else 'not written'}", flush=True)
         finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+            restore_environment(saved)
     if failed:
         print("failed:", ", ".join(failed), file=sys.stderr)
         return 1

@@ -1,10 +1,11 @@
 """n_active's ESS per second on kueck04's ring, with and without the Z-collapsed jumps of gamma (issue 29).
 
     OMP_NUM_THREADS=1 python scripts/kueck04_jump_ess.py [--model constraint] [--warmup 1000] [--draws 1000]
-        [--jumps 0 3]
+        [--jumps 0 3] [--fit-steps 12,3 0,5]
 
-Each setting is one ``zoo.fit`` of 4 chains in the same process (same data, seed 0). Sampling seconds are the fit's
-wall time less the driver's recorded compile time; ESS is ArviZ's bulk ESS over the 4 chains.
+Each setting (jump tries x the jumps' fit steps ``anchor,newton``, ``zoo.inference.mil.jump.FitSteps``) is one
+``zoo.fit`` of 4 chains in the same process (same data, seed 0). Sampling seconds are the fit's wall time less the
+driver's recorded compile time; ESS is ArviZ's bulk ESS over the 4 chains.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import arviz as az
 import numpy as np
 
 import zoo
+from zoo.inference.mil.jump import FIT_STEPS, FitSteps
+from zoo.papers import kueck04 as paper
 
 
 def main(argv=None) -> int:
@@ -26,12 +29,16 @@ def main(argv=None) -> int:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--jumps", type=int, nargs="+", default=[0, 3])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fit-steps", nargs="+", default=[f"{FIT_STEPS.anchor},{FIT_STEPS.newton}"],
+                        help="the jumps' Newton steps, anchor,newton (one fit per value and jump setting)")
     args = parser.parse_args(argv)
     data = zoo.load_dataset("kueck04_ring")
     spec = zoo.model(f"kueck04.{args.model}")
-    print("jump_tries | wall s | compile s | sampling s | n_active mean | r-hat | bulk ESS | tail ESS | "
+    print("jump_tries | fit steps | wall s | compile s | sampling s | n_active mean | r-hat | bulk ESS | tail ESS | "
           "ESS / sampling s | ESS per chain-sweep | delta2 ESS | jump acc | gamma acc | swap acc", flush=True)
-    for jumps in args.jumps:
+    settings = [(jumps, FitSteps(*map(int, steps.split(",")))) for jumps in args.jumps for steps in args.fit_steps]
+    for jumps, steps in settings:
+        paper.JUMP_FIT_STEPS = steps           # read by paper.mil_config (a static setting: compiled per value)
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -50,7 +57,8 @@ def main(argv=None) -> int:
         sweeps = args.chains * (args.warmup + args.draws)
         acc = {k: float(stats[k].mean()) if k in stats else float("nan")
                for k in ("jump_acceptance", "gamma_acceptance", "swap_acceptance")}
-        print(f"{jumps} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | {float(n_active.mean()):.2f} | "
+        print(f"{jumps} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | "
+              f"{float(n_active.mean()):.2f} | "
               f"{rhat:.3f} | {ess:.1f} | {tail:.1f} | {ess / sampling:.3f} | {ess / (args.chains * args.draws):.5f} | "
               f"{d2:.1f} | {acc['jump_acceptance']:.3f} | {acc['gamma_acceptance']:.3f} | "
               f"{acc['swap_acceptance']:.3f}", flush=True)

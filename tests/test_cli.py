@@ -81,6 +81,17 @@ def test_user_errors_exit_2_with_one_line(argv, message, capsys):
     assert err.startswith(f"zoo {argv[0]}:") and message in err and len(err.splitlines()) == 1
 
 
+def test_bench_refuses_a_benchmark_whose_peer_is_not_installed(monkeypatch, capsys):
+    """A peer's optional package (the [bench] extra) is checked before anything runs, named in one line."""
+    import zoo.bench
+    zoo.bench.benchmarks()
+    monkeypatch.setitem(zoo.bench._REQUIRES, "gmm", ("zoo_no_such_package",))
+    assert zoo.bench.missing_requirements("gmm") == ("zoo_no_such_package",)
+    assert main(["bench", "gmm"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "zoo_no_such_package" in err and '.[bench]' in err and len(err.splitlines()) == 1
+
+
 def test_fit_keeps_an_existing_output_file(tmp_path, capsys):
     out = tmp_path / "precious.nc"
     out.write_bytes(b"keep me")

@@ -139,3 +139,15 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"       # a zombie has ended
     except FileNotFoundError:
         return False
+
+
+def test_environment_is_restored_as_it_was(monkeypatch):
+    """``workers.environment`` (the worker pool's and scripts/execute_notebooks.py's): names set for the block, then
+    each back to its old value or removed, also after an error."""
+    monkeypatch.setenv("ZOO_TEST_SET", "old")
+    monkeypatch.delenv("ZOO_TEST_UNSET", raising=False)
+    with pytest.raises(RuntimeError):
+        with _workers.environment({"ZOO_TEST_SET": "new", "ZOO_TEST_UNSET": "1"}):
+            assert os.environ["ZOO_TEST_SET"] == "new" and os.environ["ZOO_TEST_UNSET"] == "1"
+            raise RuntimeError
+    assert os.environ["ZOO_TEST_SET"] == "old" and "ZOO_TEST_UNSET" not in os.environ

@@ -21,8 +21,8 @@ from typing import Callable, NamedTuple
 
 from zoo.core.discovery import import_submodules
 
-__all__ = ["Goal", "GoalRow", "register_benchmark", "benchmarks", "goals", "timeit_best", "goal_rows",
-           "goal_table", "record_history"]
+__all__ = ["Goal", "GoalRow", "register_benchmark", "benchmarks", "goals", "missing_requirements", "timeit_best",
+           "goal_rows", "goal_table", "record_history"]
 
 
 class Goal(NamedTuple):
@@ -47,9 +47,12 @@ class GoalRow(NamedTuple):
 
 _BENCHMARKS: dict[str, tuple[Callable, str]] = {}
 _GOALS: dict[str, tuple[Goal, ...]] = {}
+_REQUIRES: dict[str, tuple[str, ...]] = {}
 
 
-def register_benchmark(name: str, peer: str, goals: tuple[Goal, ...] = ()):
+def register_benchmark(name: str, peer: str, goals: tuple[Goal, ...] = (), requires: tuple[str, ...] = ()):
+    """``requires``: importable names of the optional packages the peer needs (the ``[bench]`` extra), checked by
+    ``zoo bench`` before anything runs."""
     for goal in goals:
         if goal.op not in ("<=", ">="):
             raise ValueError(f"goals: op must be '<=' or '>=', got {goal.op!r} for {goal.metric!r}")
@@ -59,6 +62,7 @@ def register_benchmark(name: str, peer: str, goals: tuple[Goal, ...] = ()):
             raise ValueError(f"benchmark {name!r} registered twice")
         _BENCHMARKS[name] = (fn, peer)
         _GOALS[name] = tuple(goals)
+        _REQUIRES[name] = tuple(requires)
         return fn
     return decorate
 
@@ -66,6 +70,13 @@ def register_benchmark(name: str, peer: str, goals: tuple[Goal, ...] = ()):
 def benchmarks() -> dict[str, tuple[Callable, str]]:
     import_submodules("zoo.experiments.bench")  # their @register_benchmark decorators fill the table
     return dict(sorted(_BENCHMARKS.items()))
+
+
+def missing_requirements(name: str) -> tuple[str, ...]:
+    """The optional packages benchmark ``name`` needs that are not installed (empty when it can run)."""
+    import importlib.util
+    benchmarks()
+    return tuple(module for module in _REQUIRES.get(name, ()) if importlib.util.find_spec(module) is None)
 
 
 def goals() -> dict[str, tuple[Goal, ...]]:

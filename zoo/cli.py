@@ -255,15 +255,25 @@ def _cmd_reproduce(args) -> int:
 def _cmd_bench(args) -> int:
     import json
 
-    from zoo.bench import benchmarks
+    from zoo.bench import benchmarks, missing_requirements
     table = benchmarks()
     names = list(table) if args.name in (None, "all") else [args.name]
     unknown = [n for n in names if n not in table]
     if unknown:
         raise ValueError(f"unknown benchmark {unknown[0]!r}; known: {', '.join(table)}, all")
+    # the peers' optional packages are checked before anything runs: a benchmark named alone is refused, "all"
+    # runs the others and names the ones it left out (in the goals table too: their rows read "not run")
+    missing = {name: missing_requirements(name) for name in names}
+    missing = {name: packages for name, packages in missing.items() if packages}
+    install = 'pip install -e ".[bench]"'
+    if missing and args.name not in (None, "all"):
+        raise ValueError(f"benchmark {args.name!r} needs {', '.join(missing[args.name])} for its peer, which is not "
+                         f"installed: {install}")
+    for name, packages in missing.items():
+        print(f"=== bench {name}: not run ({', '.join(packages)} not installed: {install})")
     out = pathlib.Path(args.out)
-    results = {}
-    for name in names:
+    results = {name: {"not run": f"{', '.join(packages)} not installed"} for name, packages in missing.items()}
+    for name in [name for name in names if name not in missing]:
         fn, peer = table[name]
         print(f"=== bench {name} (peer: {peer})")
         results[name] = fn(fast=args.fast)

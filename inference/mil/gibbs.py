@@ -37,7 +37,7 @@ from zoo.inference.mil.kernel_selection import (SelectionInfo, active_rows, delt
 from zoo.inference.mil.rows import KernelRows, row_source
 from zoo.inference.mil.scale import SCALE_STEP, collapsed_scale_move
 from zoo.inference.mil.swap import swap_move
-from zoo.inference.mil.jump import jump_move
+from zoo.inference.mil.jump import FIT_STEPS, FitSteps, jump_move
 from zoo.inference.linalg import ActiveSet, active_gram, active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.mil.orthant_sampler import (GroupLayout, count_constraint_log_weight, draw_z_given_signs,
                                            mh_constrained_step, mh_weighted_step, sample_signs_by_count,
@@ -114,6 +114,7 @@ class MILConfig(NamedTuple):
     jump_tries: int = 0                # Z-collapsed birth/death/swap tries of gamma, beta mapped along (``mil.jump``);
     #                                    0: off (z_sampler="exact" only: Z is then drawn afresh given the new f)
     jump_capacity: int = 20            # the largest active set the jumps start from or reach (their fits' size)
+    jump_fit_steps: FitSteps = FIT_STEPS  # Newton steps of the jumps' Laplace fits (anchor, at delta2)
     row_function: Optional[Callable] = None  # phi of the kernel, for ``MILProblem.rows`` (rows on demand)
 
 
@@ -381,7 +382,8 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
         aset, beta_active, n_jump = jump_move(
             jax.random.fold_in(k_gamma, 2), aset, beta_active, delta2, problem.gram, psi_t,
             _collapsed_data(problem), hyper.prior_a, hyper.prior_b, hyper.delta2_alpha, hyper.delta2_beta,
-            config.jump_tries, 0.5 * problem.ridge, problem.basis_mask, config.jump_capacity)
+            config.jump_tries, 0.5 * problem.ridge, problem.basis_mask, config.jump_capacity,
+            config.jump_fit_steps)
         jump_acc = n_jump.astype(jnp.float64) / config.jump_tries
         rows = active_rows(aset, psi_t)
         f = beta_active @ rows

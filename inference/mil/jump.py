@@ -36,10 +36,13 @@ marginal; the sweep's exact Z | f step afterwards restores the joint (so the mov
 
 The fits are computed on the first ``jump_capacity`` slots only (J; a jump to or from a set of more than J
 kernels is refused, the same rule both ways, so the move stays exact): O(N J^2 + J^3) per Newton step instead of
-O(N K_max^2 + K_max^3). Cost per try: ``ANCHOR_STEPS + NEWTON_STEPS`` Newton steps and one likelihood evaluation
-O(N); once per sweep the same for the current set.
+O(N K_max^2 + K_max^3). Cost per try: ``fit_steps.anchor + fit_steps.newton`` Newton steps (``FitSteps``) and one
+likelihood evaluation O(N); once per sweep the same for the current set. The tries run as one scan whose every
+step makes one fit (``jump_move``), so the Newton loop is compiled once per sweep.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,10 +51,10 @@ from jax.scipy.special import betaln
 
 from zoo.inference.linalg import (ActiveSet, apply_birth, apply_death, birth_terms, cholesky_lower,
                                   solve_lower_transpose)
-from zoo.inference.mil.collapsed_beta import (ANCHOR_STEPS, CollapsedData, LaplaceFit, _newton,
+from zoo.inference.mil.collapsed_beta import (ANCHOR_STEPS, NEWTON_STEPS, CollapsedData, LaplaceFit, _newton,
                                               collapsed_group_log_likelihood, laplace_fit)
 
-__all__ = ["jump_move", "jump_log_target", "set_fit", "BIRTH", "DEATH", "SWAP"]
+__all__ = ["jump_move", "jump_log_target", "set_fit", "FitSteps", "FIT_STEPS", "BIRTH", "DEATH", "SWAP"]
 
 BIRTH, DEATH, SWAP = 0, 1, 2
 
@@ -66,17 +69,33 @@ def jump_log_target(beta, k, gram_a, mask, loglik, delta2, prior_a, prior_b, m) 
     return betaln(k + prior_a, m - k + prior_b) + log_normal + loglik
 
 
-def set_fit(aset: ActiveSet, rows, gram_a, data: CollapsedData, delta2, alpha0,
-            beta0) -> tuple[LaplaceFit, jnp.ndarray]:
+class FitSteps(NamedTuple):
+    """Newton steps of a set's Laplace fit: ``anchor`` from 0 on the delta2-marginal posterior (the anchor of
+    ``collapsed_beta.ensure_anchor``; 0: none, the fit starts at 0), then ``newton`` at delta2 itself."""
+    anchor: int
+    newton: int
+
+
+#: the jumps' fits (``MILConfig.jump_fit_steps``): any fixed counts keep the move exact (the fit stays a
+#: deterministic function of (ordered set, delta2)); fewer steps are cheaper, a worse fit lowers the acceptance
+FIT_STEPS = FitSteps(anchor=ANCHOR_STEPS, newton=NEWTON_STEPS)
+
+
+def set_fit(aset: ActiveSet, rows, gram_a, data: CollapsedData, delta2, alpha0, beta0,
+            steps: FitSteps = FIT_STEPS) -> tuple[LaplaceFit, jnp.ndarray]:
     """(Laplace fit of beta_a at delta2, anchor) for an ordered active set, rows (J, N) and gram_a (J, J) of its
-    first J slots: the anchor as ``collapsed_beta.ensure_anchor`` builds it (Newton steps from 0 on the
-    delta2-marginal posterior), then ``laplace_fit`` at delta2: a deterministic function of (set, delta2)."""
+    first J slots: ``steps.anchor`` Newton steps from 0 on the delta2-marginal posterior (IG(alpha0, beta0); as
+    ``collapsed_beta.ensure_anchor`` builds its anchor; none: the anchor is 0), then ``steps.newton`` Newton steps
+    at delta2 (``laplace_fit``): a deterministic function of (set, delta2)."""
+    if steps.anchor < 0 or steps.newton < 1:
+        raise ValueError(f"fit_steps: needs anchor >= 0 and newton >= 1 Newton steps, got {tuple(steps)}")
     mask = jnp.arange(gram_a.shape[0]) < aset.count
     k = aset.count.astype(gram_a.dtype)
-    em_delta2 = lambda b: (beta0 + 0.5 * b @ gram_a @ b) / (alpha0 + 0.5 * k)  # noqa: E731
-    anchor, _ = _newton(jnp.zeros(gram_a.shape[0], gram_a.dtype), rows, gram_a, mask, data, em_delta2,
-                        ANCHOR_STEPS)
-    return laplace_fit(anchor, rows, gram_a, mask, data, delta2), anchor
+    anchor = jnp.zeros(gram_a.shape[0], gram_a.dtype)
+    if steps.anchor > 0:
+        em_delta2 = lambda b: (beta0 + 0.5 * b @ gram_a @ b) / (alpha0 + 0.5 * k)  # noqa: E731
+        anchor, _ = _newton(anchor, rows, gram_a, mask, data, em_delta2, steps.anchor)
+    return laplace_fit(anchor, rows, gram_a, mask, data, delta2, steps.newton), anchor
 
 
 def _proposed_set(aset: ActiveSet, gram, kind, slot, j, min_pivot) -> ActiveSet:
@@ -105,86 +124,128 @@ def _standard_normal_log_density(u):
     return -0.5 * u * u - 0.5 * jnp.log(2.0 * jnp.pi)
 
 
+class JumpProposal(NamedTuple):
+    """A proposed jump waiting for the Laplace fit of its set (the next scan step computes it)."""
+    aset: ActiveSet            # the proposed ordered set (before the first try: the current set itself)
+    e: jnp.ndarray             # (J,) standardized coordinates e' of the proposed beta, zeros on unused slots
+    log_extra: jnp.ndarray     # () log N(u)^(-1 birth, +1 death) + log r(gamma, gamma'); -inf: impossible
+    accept_key: jax.Array
+
+
+class JumpChain(NamedTuple):
+    """The scan's carry: the chain's set and first J coordinates of beta, log pi of them and their set's fit,
+    accepted tries so far, and the proposal waiting for its fit."""
+    aset: ActiveSet
+    beta: jnp.ndarray          # (J,)
+    log_target: jnp.ndarray    # () log pi(gamma, beta | delta2, obs)
+    fit: LaplaceFit            # the current set's fit at delta2
+    accepted: jnp.ndarray      # () int
+    pending: JumpProposal
+
+
+def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, width: int, min_pivot) -> JumpProposal:
+    """A birth / death / swap of the current (set, beta) as in the module docstring, up to the proposed set's fit:
+    the proposed ordered set, e' (from the current fit's standardized coordinates, slot p moved last) and the log
+    of the factors that do not need the new fit (N(u)^(-+1) and the gamma proposal ratio r; -inf when the kind is
+    impossible here). beta (J,), fit: the current set's; gram (M, M); eligible (M,) bool; m: the number of
+    eligible basis functions; width J."""
+    dtype = gram.dtype
+    capacity = aset.members.shape[0]
+    idx = jnp.arange(width)
+    k_kind, k_slot, k_j, k_u, k_acc = jax.random.split(key, 5)
+    count = aset.count
+    k = count.astype(dtype)
+    kind = jax.random.randint(k_kind, (), 0, 3)
+    slot = jnp.minimum(jnp.floor(jax.random.uniform(k_slot, dtype=dtype) * k).astype(jnp.int32),
+                       jnp.maximum(count - 1, 0))
+    inactive = (aset.slot_of < 0) & eligible
+    n_inactive = jnp.sum(inactive).astype(dtype)
+    j = jax.random.categorical(k_j, jnp.where(inactive, 0.0, -jnp.inf))
+    new_count = jnp.where(kind == BIRTH, count + 1, jnp.where(kind == DEATH, count - 1, count))
+    possible = jnp.where(kind == BIRTH, n_inactive > 0, jnp.where(kind == DEATH, count > 0,
+                                                                  (count > 0) & (n_inactive > 0)))
+    possible = possible & (count <= width) & (new_count <= width) & (new_count <= capacity)
+    # r(gamma, gamma'): q(gamma | gamma') / q(gamma' | gamma), the 1/3 of the kind cancelling
+    log_r = jnp.where(kind == BIRTH, jnp.log(n_inactive) - jnp.log(k + 1.0),
+                      jnp.where(kind == DEATH, jnp.log(k) - jnp.log(m - k + 1.0), 0.0))
+    # standardized coordinates of the current beta, slot p moved last (a birth removes nothing: p = K)
+    last = jnp.maximum(count - 1, 0)
+    p = jnp.where(kind == BIRTH, last, slot)
+    perm = jnp.where(idx == p, last, jnp.where(idx == last, p, idx))
+    precision = fit.chol @ fit.chol.T
+    chol_p = cholesky_lower(precision[perm][:, perm])
+    e = chol_p.T @ (beta[perm] - fit.mean[perm])
+    u_birth = jax.random.normal(k_u, dtype=dtype)
+    u_death = e[last]
+    e_new = jnp.where(kind == BIRTH, e.at[jnp.minimum(count, width - 1)].set(u_birth),
+                      jnp.where(kind == DEATH, e.at[last].set(0.0), e))
+    log_u = jnp.where(kind == BIRTH, -_standard_normal_log_density(u_birth),
+                      jnp.where(kind == DEATH, _standard_normal_log_density(u_death), 0.0))
+    new = _proposed_set(aset, gram, kind, slot, j, min_pivot)
+    e_new = jnp.where(idx < new.count, e_new, 0.0)
+    return JumpProposal(aset=new, e=e_new, log_extra=jnp.where(possible, log_u + log_r, -jnp.inf),
+                        accept_key=k_acc)
+
+
 def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2: jnp.ndarray, gram: jnp.ndarray,
               psi_t, data: CollapsedData, prior_a, prior_b, alpha0, beta0, tries: int, min_pivot,
-              basis_mask=None, jump_capacity: int = 20):
+              basis_mask=None, jump_capacity: int = 20, fit_steps: FitSteps = FIT_STEPS):
     """``tries`` Z-collapsed birth / death / swap proposals of gamma with beta mapped between the sets' Laplace
     fits (module docstring), at fixed delta2.
 
     aset: the active set (capacity K_max); beta_active (K_max,) in slot order; gram (M, M); psi_t (M, N) or a
     function j -> row; data: the collapsed likelihood's groups; prior_a, prior_b: Beta prior of tau; alpha0,
     beta0: IG shape of delta2 for the fits' anchors; basis_mask (M,) bool or None: only True centres are basis
-    functions; jump_capacity J: the largest set a jump may start from or reach. Returns (aset, beta_active,
-    number of accepted tries)."""
+    functions; jump_capacity J: the largest set a jump may start from or reach; fit_steps: the fits' Newton
+    steps (``FitSteps``). Returns (aset, beta_active, number of accepted tries).
+
+    One scan of ``tries + 1`` steps, each computing one Laplace fit (so the fit is traced and compiled once, not
+    once for the current set and once for the proposals): step 0 fits the current set, step t >= 1 fits the
+    set proposed at step t - 1 and decides that proposal; every step then proposes from the chain as it stands
+    (the last step's proposal is never decided). The random stream is that of a loop over the tries."""
+    if tries < 1:
+        return aset, beta_active, jnp.zeros((), jnp.int32)
     dtype = gram.dtype
-    capacity = aset.members.shape[0]
-    width = min(int(jump_capacity), capacity)
+    width = min(int(jump_capacity), aset.members.shape[0])
     eligible = jnp.ones(gram.shape[0], bool) if basis_mask is None else basis_mask
     m = jnp.sum(eligible).astype(dtype)
-    idx = jnp.arange(width)
+    fit_of = lambda a, rows, gram_a: set_fit(a, rows, gram_a, data, delta2, alpha0, beta0, fit_steps)[0]  # noqa: E731
 
-    def evaluate(a: ActiveSet, beta_j):
-        """(log pi(gamma, beta), fit) of an ordered set and its first J coordinates of beta."""
-        rows, gram_a, mask = _sliced(a, psi_t, gram, width)
-        fit, _ = set_fit(a, rows, gram_a, data, delta2, alpha0, beta0)
-        k = a.count.astype(dtype)
-        loglik = jnp.sum(collapsed_group_log_likelihood(beta_j @ rows, data))
-        return jump_log_target(beta_j, k, gram_a, mask, loglik, delta2, prior_a, prior_b, m), fit
-
-    beta0_j = beta_active[:width]
-    current, fit = evaluate(aset, beta0_j)
-
-    def one_try(carry, key):
-        aset, beta, current, fit, n_acc = carry
-        k_kind, k_slot, k_j, k_u, k_acc = jax.random.split(key, 5)
-        count = aset.count
-        k = count.astype(dtype)
-        kind = jax.random.randint(k_kind, (), 0, 3)
-        slot = jnp.minimum(jnp.floor(jax.random.uniform(k_slot, dtype=dtype) * k).astype(jnp.int32),
-                           jnp.maximum(count - 1, 0))
-        inactive = (aset.slot_of < 0) & eligible
-        n_inactive = jnp.sum(inactive).astype(dtype)
-        j = jax.random.categorical(k_j, jnp.where(inactive, 0.0, -jnp.inf))
-        new_count = jnp.where(kind == BIRTH, count + 1, jnp.where(kind == DEATH, count - 1, count))
-        possible = jnp.where(kind == BIRTH, n_inactive > 0, jnp.where(kind == DEATH, count > 0,
-                                                                      (count > 0) & (n_inactive > 0)))
-        possible = possible & (count <= width) & (new_count <= width) & (new_count <= capacity)
-        # r(gamma, gamma'): q(gamma | gamma') / q(gamma' | gamma), the 1/3 of the kind cancelling
-        log_r = jnp.where(kind == BIRTH, jnp.log(n_inactive) - jnp.log(k + 1.0),
-                          jnp.where(kind == DEATH, jnp.log(k) - jnp.log(m - k + 1.0), 0.0))
-        # standardized coordinates of the current beta, slot p moved last (a birth removes nothing: p = K)
-        last = jnp.maximum(count - 1, 0)
-        p = jnp.where(kind == BIRTH, last, slot)
-        perm = jnp.where(idx == p, last, jnp.where(idx == last, p, idx))
-        precision = fit.chol @ fit.chol.T
-        chol_p = cholesky_lower(precision[perm][:, perm])
-        e = chol_p.T @ (beta[perm] - fit.mean[perm])
-        u_birth = jax.random.normal(k_u, dtype=dtype)
-        u_death = e[last]
-        e_new = jnp.where(kind == BIRTH, e.at[jnp.minimum(count, width - 1)].set(u_birth),
-                          jnp.where(kind == DEATH, e.at[last].set(0.0), e))
-        log_u = jnp.where(kind == BIRTH, -_standard_normal_log_density(u_birth),
-                          jnp.where(kind == DEATH, _standard_normal_log_density(u_death), 0.0))
-        new = _proposed_set(aset, gram, kind, slot, j, min_pivot)
-        rows_new, gram_new, mask_new = _sliced(new, psi_t, gram, width)
-        fit_new, _ = set_fit(new, rows_new, gram_new, data, delta2, alpha0, beta0)
-        e_new = jnp.where(mask_new, e_new, 0.0)
-        beta_new = jnp.where(mask_new, fit_new.mean + solve_lower_transpose(fit_new.chol, e_new), 0.0)
-        loglik_new = jnp.sum(collapsed_group_log_likelihood(beta_new @ rows_new, data))
-        proposed = jump_log_target(beta_new, new.count.astype(dtype), gram_new, mask_new, loglik_new, delta2,
+    def step(chain: JumpChain, xs):
+        key, first = xs
+        pending = chain.pending
+        rows, gram_a, mask = _sliced(pending.aset, psi_t, gram, width)
+        fit_new = fit_of(pending.aset, rows, gram_a)
+        # step 0 evaluates the current beta itself (its fit and log pi), later steps the proposal's beta'
+        beta_new = jnp.where(first, chain.beta,
+                             jnp.where(mask, fit_new.mean + solve_lower_transpose(fit_new.chol, pending.e), 0.0))
+        loglik_new = jnp.sum(collapsed_group_log_likelihood(beta_new @ rows, data))
+        proposed = jump_log_target(beta_new, pending.aset.count.astype(dtype), gram_a, mask, loglik_new, delta2,
                                    prior_a, prior_b, m)
-        log_ratio = proposed - current + fit.log_det_half - fit_new.log_det_half + log_u + log_r
-        log_ratio = jnp.where(possible, log_ratio, -jnp.inf)
+        log_ratio = proposed - chain.log_target + chain.fit.log_det_half - fit_new.log_det_half + pending.log_extra
         # a NaN ratio (an overflowed proposal) is a rejection
-        take = jnp.log(jax.random.uniform(k_acc, dtype=dtype)) < jnp.where(jnp.isnan(log_ratio), -jnp.inf,
-                                                                            log_ratio)
-        pick = lambda a, b: jnp.where(take, a, b)  # noqa: E731
-        carry = (jax.tree_util.tree_map(pick, new, aset), pick(beta_new, beta), pick(proposed, current),
-                 jax.tree_util.tree_map(pick, fit_new, fit), n_acc + take.astype(jnp.int32))
-        return carry, None
+        log_uniform = jnp.log(jax.random.uniform(pending.accept_key, dtype=dtype))
+        take = ~first & (log_uniform < jnp.where(jnp.isnan(log_ratio), -jnp.inf, log_ratio))
+        renew = first | take
+        aset_now = jax.tree_util.tree_map(lambda a, b: jnp.where(take, a, b), pending.aset, chain.aset)
+        beta_now = jnp.where(take, beta_new, chain.beta)
+        fit_now = jax.tree_util.tree_map(lambda a, b: jnp.where(renew, a, b), fit_new, chain.fit)
+        return JumpChain(aset=aset_now, beta=beta_now, log_target=jnp.where(renew, proposed, chain.log_target),
+                         fit=fit_now, accepted=chain.accepted + take.astype(jnp.int32),
+                         pending=_propose(key, aset_now, beta_now, fit_now, gram, eligible, m, width, min_pivot)
+                         ), None
 
-    init = (aset, beta0_j, current, fit, jnp.zeros((), jnp.int32))
-    (new_aset, beta_j, _, _, n_acc), _ = lax.scan(one_try, init, jax.random.split(key, tries))
+    beta_j = beta_active[:width]
+    blank_fit = LaplaceFit(mean=jnp.zeros(width, dtype), chol=jnp.eye(width, dtype=dtype),
+                           log_det_half=jnp.zeros((), dtype))
+    keys = jax.random.split(key, tries)
+    start = JumpChain(aset=aset, beta=beta_j, log_target=jnp.zeros((), dtype), fit=blank_fit,
+                      accepted=jnp.zeros((), jnp.int32),
+                      pending=JumpProposal(aset=aset, e=jnp.zeros(width, dtype), log_extra=jnp.zeros((), dtype),
+                                           accept_key=keys[0]))
+    # the last step's proposal is never decided: it reuses try 0's key (any key would do)
+    xs = (jnp.concatenate([keys, keys[:1]]), jnp.arange(tries + 1) == 0)
+    end, _ = lax.scan(step, start, xs)
     # unchanged when no jump was taken (the slots beyond J keep their values: a set of more than J never jumps)
-    beta_out = jnp.where(n_acc > 0, jnp.zeros_like(beta_active).at[:width].set(beta_j), beta_active)
-    return new_aset, beta_out, n_acc
+    beta_out = jnp.where(end.accepted > 0, jnp.zeros_like(beta_active).at[:width].set(end.beta), beta_active)
+    return end.aset, beta_out, end.accepted

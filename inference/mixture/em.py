@@ -21,12 +21,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import gammaln, logsumexp, multigammaln
 
 from zoo.inference.linalg import cholesky_lower, triangular_inverse_lower
 
 __all__ = ["Params", "Hyper", "EMConfig", "EMResult", "log_component_densities", "covariance_factors", "e_step",
-           "SuffStats", "collect_suff_stats", "data_pass", "m_step", "log_posterior", "run_em", "run_em_restarts"]
+           "SuffStats", "collect_suff_stats", "data_pass", "m_step", "log_posterior", "run_em", "run_em_restarts",
+           "row_bucket", "pad_rows"]
 
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
@@ -316,9 +318,49 @@ def run_em(X: jnp.ndarray, init: Params, hyper: Hyper, allowed: jnp.ndarray, con
 
 @functools.partial(jax.jit, static_argnames=("config", "max_iter"))
 def run_em_restarts(X, inits: Params, hyper: Hyper, allowed, config: EMConfig, max_iter: int = 200,
-                    tol: float = 1e-8) -> EMResult:
+                    tol: float = 1e-8, weight=None) -> EMResult:
     """``run_em`` vectorized over restarts: every leaf of ``inits`` has a leading (chain,) axis.
 
-    Compiled once per (shapes, config, max_iter), so repeated fits of same-shaped data reuse the compilation.
+    Compiled once per (shapes, config, max_iter), so repeated fits of same-shaped data reuse the compilation;
+    ``weight`` (N,): 1 for a real row, 0 for a padding row (``pad_rows``: data sets of different sizes padded to
+    one ``row_bucket`` share the compilation).
     """
-    return jax.vmap(lambda init: run_em(X, init, hyper, allowed, config, max_iter=max_iter, tol=tol))(inits)
+    return jax.vmap(lambda init: run_em(X, init, hyper, allowed, config, max_iter=max_iter, tol=tol,
+                                        weight=weight))(inits)
+
+
+#: Up to this many rows a data set is padded to the next power of two (``row_bucket``), above it to the next multiple
+#: of ``ROW_BUCKET_STEP``.
+ROW_BUCKET_POWER_OF_TWO_UP_TO = 512
+ROW_BUCKET_STEP = 256
+
+
+def row_bucket(n_rows: int) -> int:
+    """The number of rows a data set of ``n_rows`` is padded to (``pad_rows``), so that fits of data sets of
+    different sizes share one compiled EM program (XLA compiles one per shape; a compilation of the EM costs seconds
+    of CPU, while a small data set's iterations cost milliseconds).
+
+    Up to 512 rows the next power of two (at most twice the rows: at these sizes the iterations cost little next to
+    a compilation, and one bucket serves many sizes: carbonetto03's Sec. 5.2 data sets of 173-200 regions all
+    become 256); above, the next multiple of 256 (at most 1.5x the rows at 513, under 20 % from 1,280 on)."""
+    n_rows = int(n_rows)
+    if n_rows <= ROW_BUCKET_POWER_OF_TWO_UP_TO:
+        return 1 << max(n_rows - 1, 0).bit_length()
+    return -(-n_rows // ROW_BUCKET_STEP) * ROW_BUCKET_STEP
+
+
+def pad_rows(X, allowed, n_rows: int | None = None):
+    """``X`` (N, D) and ``allowed`` (N, C) padded to ``n_rows`` (default ``row_bucket(N)``) rows, and the rows'
+    ``weight`` (n_rows,): 1 for the N real rows, 0 for the padding. Padding rows are zeros allowed in every
+    component (so every log-sum-exp stays finite); ``data_pass`` leaves them out of every sum, so the EM's
+    iterates are those of the unpadded data up to the order of the sums' additions (rounding)."""
+    X, allowed = np.asarray(X), np.asarray(allowed, bool)    # padded on the host: no eager XLA ops per shape
+    n = X.shape[0]
+    n_rows = row_bucket(n) if n_rows is None else int(n_rows)
+    if n_rows < n:
+        raise ValueError(f"n_rows: expected at least the data's {n} rows, got {n_rows}")
+    pad = n_rows - n
+    weight = np.concatenate([np.ones(n, X.dtype), np.zeros(pad, X.dtype)])
+    X = np.concatenate([X, np.zeros((pad, X.shape[1]), X.dtype)])
+    allowed = np.concatenate([allowed, np.ones((pad, allowed.shape[1]), bool)])
+    return jnp.asarray(X), jnp.asarray(allowed), jnp.asarray(weight)

@@ -48,6 +48,77 @@ def test_translation_em_objective_never_decreases():
         assert proba.shape == (regions.X.shape[0], 3) and np.allclose(proba.sum(1), 1)
 
 
+def test_row_buckets():
+    """Sizes a data set is padded to: a power of two up to 512 rows, then multiples of 256."""
+    sizes = (1, 60, 64, 65, 173, 177, 194, 200, 256, 257, 512, 513, 1266, 1280)
+    assert [em.row_bucket(n) for n in sizes] == [1, 64, 64, 128, 256, 256, 256, 256, 256, 512, 512, 768, 1280, 1280]
+    X, allowed, weight = em.pad_rows(np.ones((3, 2)), np.eye(3, 2, dtype=bool), 5)
+    assert X.shape == (5, 2) and np.all(np.asarray(X[3:]) == 0) and np.all(np.asarray(allowed[3:]))
+    np.testing.assert_array_equal(np.asarray(weight), [1, 1, 1, 0, 0])
+    with pytest.raises(ValueError, match="n_rows"):
+        em.pad_rows(np.ones((3, 2)), np.ones((3, 2), bool), 2)
+
+
+def _em_problem(diagonal: bool, translation: bool, n_rows: int, seed: int = 0):
+    """A 3-component MAP problem in 2-D (centred), 2 restarts: (X, inits, hyper, allowed, config)."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[-3.0, 0.0], [0.0, 3.0], [3.0, -1.0]])
+    labels = rng.integers(0, 3, n_rows)
+    X = centres[labels] + rng.normal(size=(n_rows, 2))
+    X = X - X.mean(0)
+    allowed = np.ones((n_rows, 3), bool)
+    if translation:   # each point's image allows its own concept and one other
+        allowed[:] = False
+        allowed[np.arange(n_rows), labels] = True
+        allowed[np.arange(n_rows), (labels + 1 + rng.integers(0, 2, n_rows)) % 3] = True
+    sigma_star = np.cov(X.T)
+    hyper = em.Hyper(sigma_star=jnp.asarray(sigma_star), alpha=jnp.asarray(4.0), a=jnp.asarray(2.0),
+                     b=jnp.asarray(1.0), nu=jnp.full((3,), 1.5), reg_covar=jnp.asarray(0.0))
+    config = em.EMConfig(diagonal=diagonal, use_prior=True, learn_weights=not translation)
+    means = np.stack([X[rng.choice(n_rows, 3, replace=False)] for _ in range(2)])
+    covs = np.broadcast_to(np.diag(sigma_star) if diagonal else sigma_star,
+                           (2, 3) + ((2,) if diagonal else (2, 2))).copy()
+    inits = em.Params(jnp.full((2, 3), 1.0 / 3), jnp.asarray(means), jnp.asarray(covs),
+                      jnp.broadcast_to(jnp.diag(jnp.asarray(sigma_star)), (2, 2)))
+    return jnp.asarray(X), inits, hyper, jnp.asarray(allowed), config
+
+
+@pytest.mark.parametrize("diagonal, translation", [(False, False), (True, True)])
+def test_padded_em_equals_the_unpadded_em(diagonal, translation):
+    """Weight-0 padding rows (``em.pad_rows``: 173 rows to 256) change nothing but the order of the sums'
+    additions: the fixed point, the whole objective trace and the iteration count are the unpadded EM's to
+    rounding (full mixture and diagonal translation model: both covariance algebras, learned and fixed weights)."""
+    X, inits, hyper, allowed, config = _em_problem(diagonal, translation, n_rows=173)
+    plain = em.run_em_restarts(X, inits, hyper, allowed, config, max_iter=300, tol=1e-10)
+    X_pad, allowed_pad, weight = em.pad_rows(X, allowed)
+    assert X_pad.shape[0] == 256
+    padded = em.run_em_restarts(X_pad, inits, hyper, allowed_pad, config, max_iter=300, tol=1e-10, weight=weight)
+    for name in ("params", "objective"):
+        for a, b in zip(jax.tree_util.tree_leaves(getattr(plain, name)), jax.tree_util.tree_leaves(getattr(padded, name))):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-10, atol=1e-12, err_msg=name)
+    np.testing.assert_array_equal(np.asarray(padded.n_iter), np.asarray(plain.n_iter))
+    assert np.all(np.asarray(plain.converged)) and np.all(np.asarray(plain.n_iter) > 5)
+
+
+def test_data_sets_of_different_sizes_share_one_compiled_em():
+    """Two Sec. 5.2 data sets of different sizes (one bucket) fit with one compilation of the EM, and each fit's
+    pointwise log likelihood covers exactly its own regions: under ML its sum is the fit's final objective (the log
+    likelihood), so no padding row's term is in it or in the objective."""
+    data = [translation_data_sec52(n_images=60, seed=seed)[0] for seed in (100, 101)]
+    sizes = [d.X.shape[0] for d in data]
+    assert sizes[0] != sizes[1] and em.row_bucket(sizes[0]) == em.row_bucket(sizes[1])
+    spec = zoo.model("carbonetto03.translation", covariance="diag", alpha=11.0, standardize=False)
+    before = em.run_em_restarts._cache_size()
+    fits = [zoo.fit(spec, d, method="ml_em", seed=0, num_chains=2, max_iter=40, progress_bar=False) for d in data]
+    assert em.run_em_restarts._cache_size() == before + 1
+    from zoo.core.idata import POINT_LOG_LIKELIHOOD     # a point estimate's log likelihood (not draws)
+    for fit, n in zip(fits, sizes):
+        pointwise = fit.idata[POINT_LOG_LIKELIHOOD]["x"]
+        assert pointwise.shape == (2, 1, n) and np.all(np.isfinite(pointwise.values))
+        final = fit.idata.sample_stats["objective"].values[:, 0, -1]
+        np.testing.assert_allclose(pointwise.values[:, 0].sum(-1), final, rtol=1e-10)
+
+
 def _em_params_to_sites(fit):
     p = fit.state["params"]
     return {"lambda": p.weights, "mu": p.means + fit.state["mu_star"], "Sigma": p.covs, "tau2": p.tau2}

@@ -4,9 +4,9 @@
    p(gamma | delta2, obs) enumerated over the 16 sets (each set's evidence E_prior[p(obs | f)] by plain Monte
    Carlo over 400,000 prior draws of beta), and E[f | delta2, obs] with it.
 2. Joint distribution (Geweke's marginal-conditional form): program draws moved by the move alone (then Z | f, as
-   in the sweep) keep the program's joint law; the full sweep with the move on is in test_kueck04_geweke.py.
+   in the sweep) keep the program's joint law: the "jump" move of test_mil_moves.py's shared harness; the full
+   sweep with the move on is in test_kueck04_geweke.py.
 """
-import functools
 import itertools
 
 import jax
@@ -16,15 +16,14 @@ import pytest
 
 import zoo  # noqa: F401
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
-from zoo.inference.linalg import active_set_from_mask, slot_mask
+from zoo.inference.linalg import active_set_from_mask
 from zoo.inference.mil.collapsed_beta import CollapsedData, collapsed_group_log_likelihood
 from zoo.inference.mil.kernel_selection import active_rows
-from zoo.inference.mil.gibbs import state_from_position
 from zoo.inference.mil.jump import jump_move
 from zoo.inference.mil.orthant_sampler import GroupLayout
 from zoo.models.mil import gram_matrix
 
-from test_kueck04_geweke import HYPER, _forward_halves, _setup, _stats, _zscores
+from test_kueck04_geweke import HYPER
 
 pytestmark = [pytest.mark.filterwarnings("ignore:convergence"), pytest.mark.filterwarnings("ignore:kueck04")]
 
@@ -108,52 +107,6 @@ def test_jump_move_matches_enumeration(jump_capacity):
     assert np.max(np.abs(z)) < 4.0, (np.round(f.mean(0), 3), np.round(f_exact, 3), np.round(z, 2))
 
 
-@functools.lru_cache(maxsize=None)
-def _moved_by_jumps(variant: str, n_moves: int):
-    """Compiled (vmapped) transition of program draws by the jump move alone (3 tries), then Z | f exactly."""
-    from zoo.inference.mil.gibbs import _collapsed_data, z_update
-    _, _, _, _, _, _, config, problem_for = _setup(variant)
-
-    def transition(key, gamma, beta, delta2, z, label, fraction):
-        problem = problem_for(label, fraction)
-        k0, k1 = jax.random.split(key)
-        st = state_from_position(k0, problem, config, gamma, beta, delta2, z).state
-
-        def one(i, carry):
-            aset, beta_a, zz = carry
-            ka, kb = jax.random.split(jax.random.fold_in(k1, i))
-            aset, beta_a, _ = jump_move(ka, aset, beta_a, st.delta2, problem.gram, problem.psi.T,
-                                        _collapsed_data(problem), HYPER.prior_a, HYPER.prior_b, HYPER.delta2_alpha,
-                                        HYPER.delta2_beta, 3, 0.5 * problem.ridge)
-            zz, _, _ = z_update(kb, problem, beta_a @ active_rows(aset, problem.psi.T), zz, "exact")
-            return aset, beta_a, zz
-
-        aset, beta_a, zz = jax.lax.fori_loop(0, n_moves, one, (st.aset, st.beta_active, st.z))
-        idx = jnp.where(slot_mask(aset), aset.members, beta.shape[0])
-        dense = jnp.zeros_like(beta).at[idx].set(beta_a, mode="drop")
-        return (aset.slot_of >= 0).astype(float), dense, st.delta2, zz
-
-    return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
-
-
-@pytest.mark.parametrize("variant", ["constraint", pytest.param("hybrid", marks=pytest.mark.slow)])
-def test_jump_move_alone_leaves_the_program_joint_invariant(variant):
-    """hybrid: measurement weights (count DP) in the collapsed likelihood."""
-    psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
-    n_draws = 6000
-    fwd, label, fraction, half, ref = _forward_halves(kwargs, chi, n_draws, seed=21)
-    g, b, d2, z = _moved_by_jumps(variant, 3)(jax.random.split(jax.random.PRNGKey(22), n_draws),
-                                              fwd["gamma"][half], fwd["beta"][half], fwd["delta2"][half],
-                                              fwd["z"][half], label[half], fraction[half])
-    reference = _stats(fwd["gamma"][ref], fwd["beta"][ref], fwd["delta2"][ref], fwd["z"][ref], psi, label[ref],
-                       fraction[ref] if chi else None)
-    moved = _stats(g, b, d2, z, psi, label[half], fraction[half] if chi else None)
-    zs = _zscores(reference, moved)
-    assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
-    changed = np.any(np.asarray(g) != np.asarray(fwd["gamma"][half]), 1)
-    assert np.mean(changed) > 0.05
-
-
 def test_jump_tries_option():
     """jump_tries validated; the Metropolis Z sampler refuses it (it needs Z drawn afresh from Z | f)."""
     from zoo.data import Bags
@@ -165,3 +118,14 @@ def test_jump_tries_option():
         zoo.fit(spec, data, method="blocked_gibbs_mh", jump_tries=2, num_samples=5, num_warmup=0, progress_bar=False)
     with pytest.raises(ValueError, match="jump_tries"):
         zoo.fit(spec, data, method="blocked_gibbs", jump_tries=-1, num_samples=5, num_warmup=0, progress_bar=False)
+
+
+def test_fit_steps_validated():
+    """The jumps' fits need at least one Newton step at delta2 (and no negative anchor steps): a ValueError naming
+    fit_steps, raised while tracing, before any computation."""
+    from zoo.inference.mil.jump import FitSteps, set_fit
+    psi, gram, data = _jump_problem()
+    aset = active_set_from_mask(gram, jnp.array([True, True, False, False]), 4)
+    for bad in (FitSteps(anchor=0, newton=0), FitSteps(anchor=-1, newton=3)):
+        with pytest.raises(ValueError, match="fit_steps"):
+            set_fit(aset, psi.T, gram, data, 2.0, HYPER.delta2_alpha, HYPER.delta2_beta, bad)

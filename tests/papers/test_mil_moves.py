@@ -1,9 +1,12 @@
-"""Exactness of the kueck04 sampler's extra moves: the swap move of gamma (``zoo.inference.mil.swap``) and the
-Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil.scale``).
+"""Exactness of the kueck04 sampler's extra moves: the swap move of gamma (``zoo.inference.mil.swap``), the
+Z-collapsed scale move of (beta, delta2) (``zoo.inference.mil.scale``) and the Z-collapsed jumps of gamma
+(``zoo.inference.mil.jump``).
 
 Each move: an exact check against brute force on a tiny problem (enumeration of gamma; exact posterior draws by
-rejection from the prior) and a joint-distribution (Geweke marginal-conditional) test against the NumPyro program
-``kernel_mil_program``, with the move alone (plus beta | gamma, Z, delta2 after a swap, as in the sweep).
+rejection from the prior; the jumps' enumeration is in test_mil_jump.py) and a joint-distribution (Geweke
+marginal-conditional) test against the NumPyro program ``kernel_mil_program``, with the move alone (plus
+beta | gamma, Z, delta2 after a swap, Z | f after a scale move or a jump, as in the sweep), one harness
+(``_moved_by``) for the three.
 """
 import functools
 import itertools
@@ -19,6 +22,7 @@ from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.mil.kernel_selection import active_rows, draw_beta, log_marginal_gamma
 from zoo.inference.linalg import active_set_from_mask, dense_inverse, slot_mask
 from zoo.inference.mil.gibbs import state_from_position
+from zoo.inference.mil.jump import jump_move
 from zoo.inference.mil.scale import collapsed_scale_move
 from zoo.inference.mil.swap import swap_move
 from zoo.models.mil import gram_matrix
@@ -128,8 +132,9 @@ def test_scale_move_leaves_the_exact_posterior_invariant():
 @functools.lru_cache(maxsize=None)
 def _moved_by(move: str, n_moves: int, variant: str = "constraint"):
     """Compiled (vmapped) transition of program draws by one move alone: "swap" (gamma | Z, delta2 with beta
-    integrated out, then beta | gamma, Z, delta2) or "scale" (Z-collapsed (beta, delta2) scale; Z redrawn given
-    the new f by the sweep's Z step)."""
+    integrated out, then beta | gamma, Z, delta2), "scale" (Z-collapsed (beta, delta2) scale) or "jump" (3
+    Z-collapsed birth / death / swap tries of (gamma, beta) at the draw's delta2); after the last two Z is redrawn
+    given the new f by the sweep's Z step."""
     from zoo.inference.mil.gibbs import _collapsed_data, _delta2_log_prior, z_update
     _, _, _, _, _, _, config, problem_for = _setup(variant)
 
@@ -147,6 +152,13 @@ def _moved_by(move: str, n_moves: int, variant: str = "constraint"):
                                          0.5 * problem.ridge)
                 rows = active_rows(aset, problem.psi.T)
                 beta_a = draw_beta(kb, aset, rows, b_a, d2, problem.ridge)
+            elif move == "jump":
+                aset, beta_a, _ = jump_move(ka, aset, beta_a, d2, problem.gram, problem.psi.T,
+                                            _collapsed_data(problem), HYPER.prior_a, HYPER.prior_b,
+                                            HYPER.delta2_alpha, HYPER.delta2_beta, 3, 0.5 * problem.ridge)
+                rows = active_rows(aset, problem.psi.T)
+                zz, _, _ = z_update(kb, problem, beta_a @ rows, zz, "exact")
+                b_a = rows @ zz
             else:
                 beta_a, d2, f, _ = collapsed_scale_move(ka, beta_a, d2, beta_a @ rows, _collapsed_data(problem),
                                                         _delta2_log_prior(config, HYPER), 3, 1.0)
@@ -163,11 +175,12 @@ def _moved_by(move: str, n_moves: int, variant: str = "constraint"):
     return jax.jit(jax.vmap(transition), compiler_options=FAST_COMPILE_OPTIONS)
 
 
-@pytest.mark.parametrize("move, variant", [("swap", "constraint"), ("scale", "constraint"),
+@pytest.mark.parametrize("move, variant", [("swap", "constraint"), ("scale", "constraint"), ("jump", "constraint"),
                                            pytest.param("scale", "hybrid", marks=pytest.mark.slow),
-                                           pytest.param("swap", "hybrid", marks=pytest.mark.slow)])
+                                           pytest.param("swap", "hybrid", marks=pytest.mark.slow),
+                                           pytest.param("jump", "hybrid", marks=pytest.mark.slow)])
 def test_move_alone_leaves_the_program_joint_invariant(move, variant):
-    """hybrid: measurement weights (count DP) in the collapsed likelihood of the scale move."""
+    """hybrid: measurement weights (count DP) in the collapsed likelihood of the scale move and the jumps."""
     psi, layout, has_labels, chi, family, kwargs, config, problem_for = _setup(variant)
     n_draws = 6000
     fwd, label, fraction, half, ref = _forward_halves(kwargs, chi, n_draws, seed=11)
@@ -179,7 +192,7 @@ def test_move_alone_leaves_the_program_joint_invariant(move, variant):
     moved = _stats(g, b, d2, z, psi, label[half], fraction[half] if chi else None)
     zs = _zscores(reference, moved)
     assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
-    changed = np.any(np.asarray(g) != np.asarray(fwd["gamma"][half]), 1) if move == "swap" else \
+    changed = np.any(np.asarray(g) != np.asarray(fwd["gamma"][half]), 1) if move in ("swap", "jump") else \
         np.asarray(d2) != np.asarray(fwd["delta2"][half])
     assert np.mean(changed) > 0.05
 

@@ -12,7 +12,8 @@ import contextlib
 import multiprocessing
 import os
 
-__all__ = ["THREAD_VARIABLES", "single_threaded_env", "default_jobs", "spawned_pool"]
+__all__ = ["THREAD_VARIABLES", "single_threaded_env", "default_jobs", "spawned_pool", "set_environment",
+           "restore_environment", "environment"]
 
 #: the environment variables that set the thread pools of BLAS/OpenMP and XLA
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
@@ -26,6 +27,33 @@ def single_threaded_env(environ=os.environ) -> dict:
     if "xla_cpu_multi_thread_eigen" not in flags:
         env["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
     return env
+
+
+def set_environment(values) -> dict:
+    """Set ``values`` (name -> str) in ``os.environ`` (processes started afterwards inherit them); returns what
+    those names held before (None: unset), for ``restore_environment``."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    return saved
+
+
+def restore_environment(saved: dict) -> None:
+    """Undo ``set_environment``: each name back to its old value, or removed when it was unset."""
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@contextlib.contextmanager
+def environment(values):
+    """``os.environ`` with ``values`` set while the block runs, restored afterwards (also on an error)."""
+    saved = set_environment(values)
+    try:
+        yield
+    finally:
+        restore_environment(saved)
 
 
 def default_jobs(n_jobs: int, most: int = 4) -> int:
@@ -56,15 +84,7 @@ def _exit_with(parent_pid: int, every_s: float = 2.0) -> None:
 def spawned_pool(jobs: int):
     """A ``ProcessPoolExecutor`` of ``jobs`` spawned, single-threaded workers (``single_threaded_env`` is set while
     they start and this process's environment is restored afterwards); a worker ends when this process does."""
-    saved = {name: os.environ.get(name) for name in THREAD_VARIABLES}
-    os.environ.update(single_threaded_env())
-    try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                    initializer=_exit_with, initargs=(os.getpid(),)) as pool:
-            yield pool
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with environment(single_threaded_env()), concurrent.futures.ProcessPoolExecutor(
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with,
+            initargs=(os.getpid(),)) as pool:
+        yield pool

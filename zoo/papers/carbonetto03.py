@@ -260,7 +260,11 @@ def _run_em(spec, X, allowed, *, use_prior, learn_weights, seed, num_chains, max
     inits = jax.vmap(lambda k: initial_params(k, Xc, allowed_j, n_comp, hyper.sigma_star, diagonal, known,
                                                init_means))(keys)
     if data_devices is None:
-        stacked = em.run_em_restarts(Xc, inits, hyper, allowed_j, config, max_iter=max_iter, tol=tol)
+        # rows padded to a shared size (weight-0 rows left out of every sum): data sets of different sizes, e.g.
+        # the Sec. 5.2 experiment's 173-200 regions, run one compiled EM instead of one each
+        X_pad, allowed_pad, weight = em.pad_rows(Xc, allowed)
+        stacked = em.run_em_restarts(X_pad, inits, hyper, allowed_pad, config, max_iter=max_iter, tol=tol,
+                                     weight=weight)
     else:   # the rows split over data_devices devices, the E-step sums psum'd (issue 21.2): the same fixed point
         from zoo.inference.sharding import data_mesh, run_em_sharded
         stacked = run_em_sharded(np.asarray(Xc), inits, hyper, allowed, config, max_iter=max_iter, tol=tol,
@@ -269,9 +273,16 @@ def _run_em(spec, X, allowed, *, use_prior, learn_weights, seed, num_chains, max
     return stacked, Xc, hyper, config, mu_star
 
 
-@functools.partial(jax.jit, static_argnames=("config",))
 def _pointwise_log_lik(Xc, params, allowed, config):
-    """log p(x_i | restart's parameters), (chain, N). Compiled, not run op by op: eager vmapped batched Cholesky
+    """log p(x_i | restart's parameters), (chain, N): computed on the rows padded as the EM's (``em.pad_rows``), so
+    that data sets of different sizes share the compiled program, and cut back to the N real rows."""
+    X_pad, allowed_pad, _ = em.pad_rows(Xc, allowed)
+    return _pointwise_log_lik_padded(X_pad, params, allowed_pad, config)[:, :Xc.shape[0]]
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def _pointwise_log_lik_padded(Xc, params, allowed, config):
+    """(chain, N) of ``_pointwise_log_lik``. Compiled, not run op by op: eager vmapped batched Cholesky
     factorizations were where multi-restart fits on 1,000+ regions were seen to stall (issue 17)."""
     return jax.vmap(lambda p: jax.scipy.special.logsumexp(em._log_joint_terms(Xc, p, allowed, config), axis=1))(params)
 
@@ -285,7 +296,7 @@ def _em_fit(spec, X, allowed, method, *, use_prior, learn_weights, seed, num_cha
                                               init_means=init_means, reg_covar=reg_covar,
                                               progress_bar=progress_bar, data_devices=data_devices)
     params = res.params
-    pointwise = _pointwise_log_lik(Xc, params, jnp.asarray(allowed), config)  # (chain, N)
+    pointwise = _pointwise_log_lik(Xc, params, allowed, config)  # (chain, N)
     posterior = {"mu": np.asarray(params.means) + mu_star}
     if learn_weights:
         posterior["lambda"] = np.asarray(params.weights)

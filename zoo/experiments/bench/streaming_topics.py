@@ -258,7 +258,7 @@ def plot_streaming(result: StreamingResult, path) -> Figure:
     return Figure("Streaming topic models vs gensim", path, "equal passes; same held-out documents and estimator")
 
 
-@register_benchmark("streaming_topics", peer="gensim LdaModel (online) and HdpModel (online)")
+@register_benchmark("streaming_topics", peer="gensim LdaModel (online) and HdpModel (online)", requires=("gensim",))
 def bench_streaming_topics(fast: bool = False) -> dict:
     """``run_streaming`` as figures: per corpus and method, perplexity, fit seconds and compile seconds, and the
     time ratio zoo / gensim of the same model (LDA, HDP)."""

@@ -48,7 +48,7 @@ def _completion_perplexity(phi: np.ndarray, alpha: np.ndarray, test_words: np.nd
 @register_benchmark("topics", goals=(
                         Goal("ratio_zoo_lda_vs_sklearn_pass", "<=", 1.0, "s/pass MoM-LDA / sklearn LDA"),
                         Goal("ratio_zoo_hdp_vs_gensim_hdp_pass", "<=", 1.0, "s/pass MoM-HDP / gensim HDP")),
-                    peer="scikit-learn LatentDirichletAllocation (batch); gensim HdpModel")
+                    peer="scikit-learn LatentDirichletAllocation (batch); gensim HdpModel", requires=("gensim",))
 def bench_topics(fast: bool = False) -> dict:
     """Time per pass over the caption-word counts (single modality) and document-completion perplexity:
     zoo's mean-field LDA and stick-breaking HDP vs scikit-learn's batch LDA and gensim's online HDP; K = 20,
