@@ -340,11 +340,14 @@ def optimize_chunked(run_chunk: Callable, state, *, max_iter: int, tol: float, c
 class KernelMCMCState(NamedTuple):
     """``numpyro.infer.MCMC``'s state for a zoo kernel: the kernel's state, the next step's key, the last step's
     info and ``observe``'s draw (the ``sample_field``); ``extra_fields=("<name>", ...)`` collects infos by their
-    plain names, as NumPyro's own kernels' fields are named (``"info.<name>"`` works too)."""
+    plain names, as NumPyro's own kernels' fields are named (``"info.<name>"`` works too). ``potential_energy``
+    (scalar): minus the log joint density of the draw, for a ``ProgramKernel`` given ``log_joint`` (NumPyro's name,
+    which ``az.from_numpyro`` turns into ``lp`` in sample_stats); None otherwise."""
     state: Any
     key: jax.Array
     info: Any
     draw: Any
+    potential_energy: Any = None
 
     def __getattr__(self, name):
         # reached only for a name that is not a field: MCMC's extra_fields look the info's fields up by name
@@ -397,7 +400,8 @@ class KernelMCMC(MCMCKernel):
             state, key = kernel.init(key, jnp.asarray(num_warmup))
             info_shape = jax.eval_shape(lambda: kernel.step(key, state)[1])
             info = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info_shape)
-            return KernelMCMCState(state, key, info, self.observe(state, info))
+            draw = self.observe(state, info)
+            return KernelMCMCState(state, key, info, draw, self._potential_energy(model_kwargs, draw, info))
         # chain_method="vectorized" hands one key per chain: the kernel vectorizes init and sample itself
         self._batched = not is_prng_key(rng_key)
         return jax.vmap(one)(rng_key) if self._batched else one(rng_key)
@@ -407,22 +411,45 @@ class KernelMCMC(MCMCKernel):
 
         def one(s: KernelMCMCState):
             new, info = kernel.step(s.key, s.state)
-            return KernelMCMCState(new, next_key(s.key), info, self.observe(new, info))
+            draw = self.observe(new, info)
+            return KernelMCMCState(new, next_key(s.key), info, draw,
+                                   self._potential_energy(model_kwargs, draw, info))
         return jax.vmap(one)(state) if self._batched else one(state)
 
     def postprocess_fn(self, model_args, model_kwargs):
         return lambda draw: draw
+
+    def _potential_energy(self, model_kwargs, draw, info):
+        """Minus the log joint density of ``draw`` (None: this kernel knows no log joint)."""
+        return None
 
 
 class ProgramKernel(KernelMCMC):
     """``KernelMCMC`` with what ``arviz.from_numpyro`` reads: ``model``, the NumPyro program the kernel samples
     (keyword arguments bound) with its observed sites hidden. A collapsed sampler integrates sites out, so its draws
     cannot give the program's log likelihood; hiding the observed sites makes ``az.from_numpyro(mcmc)`` build
-    posterior and sample_stats only. ``program`` is the bound program itself."""
+    posterior and sample_stats only. ``program`` is the bound program itself.
 
-    def __init__(self, build_kernel: Callable, config, problem, observe: Callable, program: Callable):
+    ``log_joint(problem, draw, info) -> scalar`` (optional, traceable): the log joint density of a draw under the
+    program the sampler targets (the sites it integrates out integrated out), as ``zoo.fit`` stores it in
+    ``sample_stats["lp"]``. Given, every step's ``potential_energy`` (minus it) is collected by default
+    (``default_fields``), so ``az.from_numpyro(mcmc)`` has ``lp`` in sample_stats. A deterministic function of the
+    draw: no random key is used, the chain's draws are unchanged."""
+
+    def __init__(self, build_kernel: Callable, config, problem, observe: Callable, program: Callable,
+                 log_joint: Callable | None = None):
         super().__init__(build_kernel, config, problem, observe)
         self.program = program
+        self.log_joint = log_joint
+
+    @property
+    def default_fields(self):
+        return (self.sample_field,) + (("potential_energy",) if self.log_joint is not None else ())
+
+    def _potential_energy(self, model_kwargs, draw, info):
+        if self.log_joint is None:
+            return None
+        return -self.log_joint((model_kwargs or {}).get("problem", self.problem), draw, info)
 
     @property
     def model(self) -> Callable:

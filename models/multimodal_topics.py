@@ -6,7 +6,7 @@ Multinomial(N_i, pi_i @ phi) (the sum over t of Mult(pi_i) x Mult(phi_t) for eac
 
     MoM-HDP: sticks (K-1,) ~ Beta(1, alpha); beta = stick_breaking(sticks) (deterministic, (K,));
              pi (I, K) ~ Dir(alpha_pi beta)
-    MoM-LDA: pi (I, K) ~ Dir(alpha_1..alpha_K)
+    MoM-LDA: pi (I, K) ~ Dir(alpha_1..alpha_K); topic_weight = mean_i pi_i (deterministic, (K,))
     both:    phi_w (K, W) ~ Dir(alpha_w), phi_b (K, V) ~ Dir(alpha_b);
              words (I, W) ~ Mult(N_i, pi_i @ phi_w), visual_words (I, V) ~ Mult(M_i, pi_i @ phi_b)
 
@@ -68,6 +68,9 @@ def mom_lda(word_totals, visual_totals, *, n_word_types: int, n_visual_types: in
     phi_w, phi_b = _factors(n_topics, n_word_types, n_visual_types, priors)
     with numpyro.plate("image", jnp.shape(word_totals)[0]):
         pi = numpyro.sample("pi", dist.Dirichlet(alpha))
+    # each factor's share over the images (K,): the model's headline, as the VI runners store it (mean_i pi_i), so
+    # that every method's fit has it (a deterministic: no density, no random draw)
+    numpyro.deterministic("topic_weight", jnp.mean(pi, axis=0))
     _observations(pi, phi_w, phi_b, word_totals, visual_totals, words, visual_words)
 
 

@@ -20,7 +20,9 @@ program with every latent site substituted by a draw; the zoo's samplers integra
 gustafson07: mu, Sigma), so their draws cannot give the program's log likelihood, and ``model`` hides the
 program's observed sites from ArviZ: ``az.from_numpyro(mcmc)`` then builds posterior and sample_stats (the
 ``extra_fields`` asked of ``mcmc.run``) and no log_likelihood or observed_data group. ``zoo.fit`` stores the
-samplers' own pointwise log likelihoods.
+samplers' own pointwise log likelihoods. Every step's log joint density of its draw (the sites the sampler
+integrates out integrated out, as ``zoo.fit`` stores it) is collected by default as NumPyro's
+``potential_energy``, so ``az.from_numpyro(mcmc).sample_stats["lp"]`` is there without asking.
 """
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ def test_collapsed_beta_move_through_the_api():
                   beta_move="laplace", laplace_tries=3)
     acc = fit.idata.sample_stats["beta_acceptance"].values
     assert 0.05 < acc.mean() <= 1 and np.all((acc >= 0) & (acc <= 1))
-    assert np.all(np.isfinite(fit.idata.posterior["beta"].values))
+    assert np.all(np.isfinite(fit.idata.unit_posterior["beta"].values))
     pred = fit.predict(Bags(d.X, d.bag_ids))
     labels = bags.bag_labels
     assert np.mean(pred.bag_proba[labels == 1][:, None] > pred.bag_proba[labels == 0][None, :]) > 0.7
@@ -156,6 +156,6 @@ def test_numpyro_mcmc_driver_vectorized_chains():
     fit = zoo.fit(spec, Bags(d.X, d.bag_ids, group_labels=d.group_labels), seed=2, num_chains=2, num_warmup=20,
                   num_samples=30, progress_bar=False, driver="numpyro", chain_method="vectorized")
     post = fit.idata.posterior
-    assert post["beta"].shape == (2, 30, 30) and post["n_active"].shape == (2, 30)
+    assert fit.idata.unit_posterior["beta"].shape == (2, 30, 30) and post["n_active"].shape == (2, 30)
     assert not np.allclose(post["delta2"].values[0], post["delta2"].values[1])   # chains differ
     assert fit.idata.log_likelihood["group_label"].shape == (2, 30, d.n_bags)

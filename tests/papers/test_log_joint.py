@@ -101,7 +101,7 @@ def test_kueck04_lp_is_the_programs_log_density_with_tau_and_z_integrated_out(hy
     prior_tau = fit.spec.priors["tau"]
     assert len({float(v) for v in lp.ravel()}) > 1
     for c, d in [(0, 0), (0, 9), (1, 4)]:
-        gamma, beta = post["gamma"].values[c, d], post["beta"].values[c, d]
+        gamma, beta = (fit.idata.unit_posterior[k].values[c, d] for k in ("gamma", "beta"))
         values = {"tau": 0.3, "gamma": gamma, "delta2": post["delta2"].values[c, d], "beta": beta,
                   "z": np.zeros(kwargs["psi"].shape[0])}
         trace = handlers.trace(handlers.substitute(handlers.seed(fit.spec.program, 0), data=values)).get_trace(

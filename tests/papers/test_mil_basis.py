@@ -6,6 +6,7 @@ import pytest
 
 import zoo
 from zoo.data import Bags
+from zoo.core.idata import draws_of
 from zoo.inference.mil.basis import kmeans_pp_indices
 from zoo.papers.kueck04 import prepare
 
@@ -56,8 +57,8 @@ def test_subset_basis_shapes_and_full_basis_equals_the_full_model():
         b = zoo.fit(same, data, **settings)
         c = zoo.fit(small, data, **settings)
     for name in ("beta", "gamma", "delta2"):
-        assert np.array_equal(a.idata.posterior[name].values, b.idata.posterior[name].values), name
-    assert c.idata.posterior["beta"].shape[-1] == 7 and np.all(np.isfinite(c.idata.posterior["beta"].values))
+        assert np.array_equal(draws_of(a.idata, name).values, draws_of(b.idata, name).values), name
+    assert draws_of(c.idata, "beta").shape[-1] == 7 and np.all(np.isfinite(draws_of(c.idata, "beta").values))
     p = c.predict(data).bag_proba
     assert p.shape == (data.n_bags,) and np.all((p >= 0) & (p <= 1))
 

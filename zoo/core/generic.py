@@ -122,11 +122,14 @@ def prior_predictive(program: Callable, program_kwargs: Mapping[str, Any], num_s
 def add_prior_predictive(fit, program_kwargs: Mapping[str, Any] | None = None, num_samples: int = 500,
                          seed: int = 0):
     """Add ``prior`` and ``prior_predictive`` groups to a fit of a NumPyro program (in place; returns the fit), with
-    the dims of its posterior: ``az.plot_ppc(fit.idata, group="prior")`` then shows the prior's simulated data."""
+    the dims of its posterior: ``az.plot_ppc(fit.idata, group="prior")`` then shows the prior's simulated data.
+    ``program_kwargs`` None: a user program's fit data (its keyword arguments), or for a zoo model whose program
+    can simulate its data (registered ``program_args``: carbonetto03, yakhnenko) the arguments made from the fit's
+    data; ValueError for a model whose program cannot (ross03: mu and sigma are arguments without a prior)."""
     import xarray as xr
 
     program = fit.spec.program
-    kwargs = dict(program_kwargs if program_kwargs is not None else fit.data)
+    kwargs = dict(program_kwargs if program_kwargs is not None else _program_kwargs_of(fit))
     prior, predictive = prior_predictive(program, kwargs, num_samples, seed)
     dims = site_dims(program, kwargs, seed)
     groups = {}
@@ -134,7 +137,23 @@ def add_prior_predictive(fit, program_kwargs: Mapping[str, Any] | None = None, n
         groups[group] = xr.Dataset({k: (("chain", "draw", *dims.get(k, [f"{k}_dim_{i}" for i in range(v.ndim - 2)])
                                          [:v.ndim - 2]), v) for k, v in arrays.items()})
     fit.idata.add_groups(groups)
+    if fit.spec.id is not None:   # a zoo model: its declared dims and the data's labels, as in every other group
+        from zoo.core.idata import conform_layout
+        from zoo.core.registry import layout_of
+        conform_layout(fit.idata, **layout_of(fit.spec, fit.data))
     return fit
+
+
+def _program_kwargs_of(fit) -> Mapping[str, Any]:
+    """The keyword arguments of the fit's program for its own data (``add_prior_predictive``)."""
+    if fit.spec.id is None:
+        return fit.data
+    from zoo.core.registry import get_model
+    entry = get_model(fit.spec.id)
+    if entry.program_args is None:
+        raise ValueError(f"program_kwargs: {fit.spec.id!r} registers no program arguments (its program cannot "
+                         f"simulate data from the prior alone); pass them explicitly")
+    return entry.program_args(fit.spec, fit.data)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +189,20 @@ def predict_program(fit, data: Mapping[str, Any], max_draws: int | None = None, 
 def _latent_names(program: Callable, program_kwargs: Mapping[str, Any]) -> list[str]:
     tr = _trace(program, program_kwargs, 0)
     return [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+
+
+def _deterministic_draws(program, program_kwargs, samples_by_chain: Mapping[str, jnp.ndarray]) -> dict:
+    """The program's deterministic sites (e.g. yakhnenko's topic_weight, the HDP's beta) at every draw of its
+    latent sites: site -> (chain, draw, ...). An optimizer's guide draws the sample sites only; NUTS keeps these
+    itself. They depend on the draws alone, so the key passed to the program is never used by them."""
+    names = [name for name, site in _trace(program, program_kwargs, 0).items() if site["type"] == "deterministic"]
+    if not names:
+        return {}
+    n_chain, n_draw = next(iter(samples_by_chain.values())).shape[:2]
+    flat = {k: v.reshape((n_chain * n_draw,) + v.shape[2:]) for k, v in samples_by_chain.items()}
+    out = numpyro.infer.Predictive(program, posterior_samples=flat, return_sites=names)(jax.random.PRNGKey(0),
+                                                                                         **program_kwargs)
+    return {k: np.asarray(v).reshape((n_chain, n_draw) + np.shape(v)[1:]) for k, v in out.items()}
 
 
 def _loglik_by_chain(program, program_kwargs, samples_by_chain: Mapping[str, jnp.ndarray]) -> dict:
@@ -232,8 +265,10 @@ def _optimize(program, program_kwargs, guide_factory, *, seed, num_chains, num_s
 def _optimizer_fit(program, program_kwargs, posterior, losses, method, state, *, seed, spec, predictor, headline,
                    data) -> Fit:
     """The Fit of an optimizer (MAP, SVI): ``posterior`` site -> (chain, draw, ...), the objective -loss per chain
-    (chain, step) in sample_stats, the pointwise log likelihood at every draw."""
+    (chain, step) in sample_stats, the pointwise log likelihood at every draw; the program's deterministic sites
+    are added to the posterior at every draw, as NUTS keeps them (the same sites whatever the method)."""
     draws = {k: jnp.asarray(v) for k, v in posterior.items()}
+    posterior = {**_deterministic_draws(program, program_kwargs, draws), **posterior}
     idata = to_inference_data(
         posterior, sample_stats={"objective": -losses[:, None, :]},
         log_likelihood=_loglik_by_chain(program, program_kwargs, draws),

@@ -35,6 +35,7 @@ with warnings.catch_warnings():
     import arviz as az
 
 __all__ = ["az", "to_inference_data", "UNIT_POSTERIOR", "conform_layout", "draws_of", "with_point_estimates",
+           "certain_elements",
            "POINT_ESTIMATE_NOTE", "POINT_LOG_LIKELIHOOD", "set_aside_point_log_likelihood",
            "VARIATIONAL_PARAMETERS", "add_variational_parameters", "final_objectives", "without_shape_log",
            "add_sample_stat"]
@@ -181,6 +182,23 @@ def draws_of(idata: az.InferenceData, name: str):
         if group in idata.groups() and name in idata[group]:
             return idata[group][name]
     raise KeyError(f"{name!r} is in neither posterior nor {UNIT_POSTERIOR}")
+
+
+def certain_elements(idata: az.InferenceData, group: str = "posterior") -> dict:
+    """site -> boolean DataArray over the site's own dims (no chain, draw): True for an element that takes the same
+    value in every draw of every chain of ``group``; only sites with at least one such element. ArviZ 0.23 has no
+    r-hat for those elements (0 / 0, with numpy's "invalid value" warning; ``plot_rank`` raises for an integer
+    site): ``Fit.diagnose`` rates them "certain" (docs/sites.md)."""
+    if group not in idata.groups():
+        raise ValueError(f"group: {group!r} is not among the fit's groups {list(idata.groups())}")
+    out = {}
+    for name, var in idata[group].data_vars.items():
+        if not {"chain", "draw"} <= set(var.dims):
+            continue
+        same = (var == var.isel(chain=0, draw=0)).all(dim=("chain", "draw"))
+        if bool(same.any()):
+            out[name] = same
+    return out
 
 
 def _base_site(name: str) -> str:

@@ -36,8 +36,9 @@ __all__ = ["save_fit", "read_fit_file", "FitFile", "FORMAT_VERSION", "MOVED_MODU
 #: of dims per site (issue 30). ``zoo.load_fit`` gives files of versions 1 and 2 the layout of version 3 on read
 #: (``zoo.core.idata.conform_layout`` with the model's declared layout). 4: a variable a model renamed under its
 #: new name (kueck04's log likelihood ``groups`` -> ``group_label``, its observed site); files of versions 1-3 take
-#: the new names on read (``conform_layout``'s ``renamed``).
-FORMAT_VERSION = 4
+#: the new names on read (``conform_layout``'s ``renamed``). 5: kueck04's per-basis gamma and beta (one kernel centred
+#: on each training instance) in ``unit_posterior`` beside z; files of versions 1-4 are given that layout on read.
+FORMAT_VERSION = 5
 _GROUPS = ("zoo_state", "zoo_data", "zoo_spec")
 
 #: Old module path -> new module path, for every module that moved (a fit file names the modules of its state

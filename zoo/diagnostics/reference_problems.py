@@ -203,13 +203,13 @@ def _kueck_sampler(model_id: str, method: str, **options) -> Callable:
         def run(seed: int, data, draws: int) -> dict:
             import warnings
             import zoo
+            from zoo.core.idata import draws_of
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # short chains' convergence warnings: the scores say it
                 fit = zoo.fit(zoo.model(model_id), data, method=method, seed=seed, num_chains=chains,
                               num_warmup=warmup, num_samples=draws // thinning, thinning=thinning,
                               chain_method="sequential", progress_bar=False, **options)
-            post = fit.idata.posterior
-            return {"gamma": post["gamma"].values, "delta2": post["delta2"].values}
+            return {"gamma": draws_of(fit.idata, "gamma").values, "delta2": fit.idata.posterior["delta2"].values}
         return run
     return make
 

@@ -44,7 +44,7 @@ from zoo.core.fit import Fit
 from zoo.core.idata import add_sample_stat, to_inference_data
 from zoo.papers.gustafson07_impute import (IMPUTE_STREAM, MAX_STORED, impute_full, replicate_features,
                                            replicate_selected_features)
-from zoo.papers.gustafson07_lp import collapsed_log_joint
+from zoo.papers.gustafson07_lp import collapsed_log_joint, kernel_log_joint
 
 __all__ = ["RegionLabelPrediction", "RegionArrays", "RegionHyper", "region_arrays", "region_hyper", "region_problem",
            "program_kwargs", "predict_labels", "garbage_weight_of", "GARBAGE"]
@@ -560,8 +560,10 @@ def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
     problem = region_problem(spec, arrays, exact_delta_omega=update == "exact", **opts)
     # the program with the spec's priors, so that az.from_numpyro's prior and the kernel's target agree
     program = partial(spec.program, **program_kwargs(spec, arrays))
+    # lp per step, as zoo.fit stores it (zoo.papers.gustafson07_lp): az.from_numpyro(mcmc) gets sample_stats["lp"]
     return ProgramKernel(build_gibbs_kernel, variant, problem,
-                         FitShapes(Collect(variant, collect_names(variant)), variant), program)
+                         FitShapes(Collect(variant, collect_names(variant)), variant), program,
+                         log_joint=partial(kernel_log_joint, program, variant))
 
 
 class FitShapes(NamedTuple):

@@ -8,8 +8,9 @@ concept's (mu_k, Sigma_k) integrated out (Appendix eq. 10):
        + log p(X | Y, M, delta, Omega) with (mu, Sigma) integrated out  (``collapsed_log_density``).
 
 FULL and FS fix (delta, Omega) at the sampler's values (the training sample's mean and covariance, Sec. 4).
-Computed after sampling from the stored draws (one compiled pass over them), so the sampler's moves and random
-stream are untouched.
+``zoo.fit``: computed after sampling from the stored draws (one compiled pass over them); ``zoo.kernel``: per step
+inside the compiled chain (``kernel_log_joint``, collected as NumPyro's ``potential_energy``). Neither touches the
+sampler's moves or random stream.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from numpyro import handlers
 
 from zoo.models.feature_selection import collapsed_log_density, concept_masks
 
-__all__ = ["collapsed_log_joint", "draw_log_joint"]
+__all__ = ["collapsed_log_joint", "draw_log_joint", "kernel_log_joint"]
 
 #: the program's sites that the sampler integrates out (mu, Sigma) or replaces by the collapsed term (X)
 _COLLAPSED = ("mu", "Sigma", "X")
@@ -44,10 +45,23 @@ def draw_log_joint(program, variant: str, concept_prior, delta0, Omega0, draw: d
     return total + collapsed_log_density(draw["Y"], masks, delta, Omega, X, concept_prior)
 
 
+def _state_sites(variant: str) -> list[str]:
+    """The draw's sites that enter lp (the sampler's state; the rest of a draw is derived from it)."""
+    return ["Y", "M", "alpha", "delta", "Omega"] if variant == "cvfs" else ["Y", "M"] if variant == "fs" else ["Y"]
+
+
+def kernel_log_joint(program, variant: str, problem, draw: dict, info) -> jnp.ndarray:
+    """lp of one step's draw of ``zoo.kernel``'s chain (``ProgramKernel``'s ``log_joint``): ``draw_log_joint``
+    with the problem's concept prior and fixed (delta, Omega) (a ``RegionProblem``); ``draw`` as ``zoo.fit``
+    stores it (``FitShapes``); ``info`` unused (lp is a function of the state)."""
+    state = {k: draw[k] for k in _state_sites(variant)}
+    return draw_log_joint(program, variant, problem.concept_prior, problem.delta0, problem.Omega0, state)
+
+
 def collapsed_log_joint(program, variant: str, concept_prior, delta0, Omega0, draws: dict) -> np.ndarray:
     """(chain, draw) lp of every stored draw (``draws``: arrays with leading (chain, draw)); see the module
     docstring. One compiled function mapped over the draws."""
-    names = ["Y", "M", "alpha", "delta", "Omega"] if variant == "cvfs" else ["Y", "M"] if variant == "fs" else ["Y"]
+    names = _state_sites(variant)
     leading = np.asarray(draws["Y"]).shape[:2]
     flat = {k: jnp.asarray(np.asarray(draws[k]).reshape((-1,) + np.asarray(draws[k]).shape[2:])) for k in names}
     one = partial(draw_log_joint, program, variant, concept_prior, jnp.asarray(delta0), jnp.asarray(Omega0))

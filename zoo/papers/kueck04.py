@@ -36,7 +36,7 @@ from jax.scipy.special import log_ndtr
 from numpyro.infer import MCMC, Predictive
 
 from zoo.data.containers import Bags
-from zoo.papers.kueck04_lp import blocked_gibbs_log_joint
+from zoo.papers.kueck04_lp import blocked_gibbs_log_joint, draw_log_joint
 from zoo.inference.driver import (FAST_COMPILE_OPTIONS, ChainCarry, ProgramKernel, run_chunk, sample_chunked,
                                   sample_until)
 from zoo.inference.mil.gibbs import (KeyedMILState, MILConfig, MILGibbs, MILHyper, MILProblem, build_mil_kernel,
@@ -54,7 +54,7 @@ from zoo.core.progress import progress_callback
 from zoo.core.registry import register_method, register_model
 from zoo.core.convergence import auto_report, auto_settings, short_of
 from zoo.core.fit import Fit
-from zoo.core.idata import to_inference_data
+from zoo.core.idata import draws_of, to_inference_data
 
 __all__ = ["MILPrediction", "MILPrepared", "bag_labels", "prepare", "program_kwargs", "predict", "mil_config",
            "mil_problem", "mil_hyper", "advance_chains", "VARIANTS", "CHUNK"]
@@ -67,6 +67,12 @@ VARIANTS = ("supervised", "constraint", "measurement", "hybrid")
 #: group, named after the observed site ``group_label``)
 _SITE_DIMS = {"gamma": ("basis",), "beta": ("basis",), "z": ("instance",), "f": ("instance",),
               "group_label": ("group",), "fraction": ("group",)}
+#: the sites indexed by the data's units (``unit_posterior``): z per training instance, and gamma, beta per basis
+#: function, each centred on a training instance (all N, or the ``basis`` option's k-means++ subset; the intercept
+#: column too): N elements each, and a coefficient sits exactly at 0 in every draw where its kernel is off (the
+#: spike of the spike-and-slab prior), so a kernel never switched on in a chain gives that chain one value, which
+#: ArviZ's per-chain density and r-hat cannot read. ``posterior`` keeps the headline delta2 and n_active.
+_UNIT_SITES = ("z", "gamma", "beta")
 #: the log likelihood was stored as ``groups`` before format 4: files written then load under its site's name
 _RENAMED = {"groups": "group_label"}
 _PAPER = "Kueck 2004"
@@ -370,7 +376,7 @@ def predict(fit: Fit, data: Bags, max_draws: int | None = None) -> MILPrediction
     prep: MILPrepared = fit.state["prepared"]
     if data.X.shape[1] != prep.X.shape[1]:
         raise ValueError(f"X: expected {prep.X.shape[1]} features (as in training), got {data.X.shape[1]}")
-    beta = np.asarray(fit.idata.posterior["beta"]).reshape(-1, prep.gram.shape[0])
+    beta = np.asarray(draws_of(fit.idata, "beta")).reshape(-1, prep.gram.shape[0])   # either group (older files)
     if max_draws is not None and beta.shape[0] > max_draws:
         beta = beta[np.linspace(0, beta.shape[0] - 1, max_draws).astype(int)]
     Xs = (data.X - prep.mean) / prep.scale
@@ -405,8 +411,9 @@ def mcmc_kernel(z_sampler: str, allowed: tuple):
         if isinstance(tries, bool) or not isinstance(tries, (int, np.integer)) or tries < 0:
             raise ValueError(f"laplace_tries: expected an int >= 0, got {tries!r}")
         program = partial(spec.program, **program_kwargs(spec, prep))
+        # lp per step, as zoo.fit stores it (zoo.papers.kueck04_lp): az.from_numpyro(mcmc) gets sample_stats["lp"]
         return ProgramKernel(build_mil_kernel, config._replace(**opts), mil_problem(spec, prep), mil_position,
-                             program)
+                             program, log_joint=partial(draw_log_joint, spec.priors["delta2"]))
     return build
 
 
@@ -421,7 +428,7 @@ def _register() -> None:
     for variant in VARIANTS:
         register_model(f"kueck04.{variant}", paper=_PAPER, title=titles[variant], build=_build(variant),
                        data_kind="Bags", default_method="blocked_gibbs", prior_sites=("tau", "delta2"),
-                       headline=("delta2", "n_active"), unit_sites=("z",), site_dims=_SITE_DIMS, renamed=_RENAMED,
+                       headline=("delta2", "n_active"), unit_sites=_UNIT_SITES, site_dims=_SITE_DIMS, renamed=_RENAMED,
                        prior_families={"tau": families(dist.Beta, why="tau is integrated out of the kernel "
                                                                        "selection"),
                                        "delta2": any_family(dist.constraints.positive, dist.InverseGamma,

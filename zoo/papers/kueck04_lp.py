@@ -8,14 +8,19 @@ out:
        + sum_g log p(observations of group g | f)       z integrated out: the stored log likelihood (``group_label``)
 
 (the program draws an inactive beta_j from N(0, 1), touching nothing: the sampler keeps 0 there, so those
-coordinates are integrated out). Computed after sampling from the stored draws; the sampler is untouched.
+coordinates are integrated out). ``zoo.fit``: computed after sampling from the stored draws
+(``blocked_gibbs_log_joint``, NumPy); ``zoo.kernel``: the same sum per step inside the compiled chain
+(``draw_log_joint``, JAX; collected as NumPyro's ``potential_energy``). Neither touches the sampler's moves or
+random stream.
 """
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import betaln as jax_betaln
 from scipy.special import betaln
 
-__all__ = ["blocked_gibbs_log_joint"]
+__all__ = ["blocked_gibbs_log_joint", "draw_log_joint"]
 
 _BLOCK = 256   # draws per batched determinant (bounds the (draws, M, M) temporary)
 
@@ -52,3 +57,22 @@ def blocked_gibbs_log_joint(spec, gram: np.ndarray, samples: dict, group_loglik:
     lp = lp + _active_prior(gamma, beta, delta2, np.asarray(gram, dtype=np.float64))
     lp = lp + np.asarray(group_loglik, dtype=np.float64).reshape(gamma.shape[0], -1).sum(1)
     return lp.reshape(leading)
+
+
+def draw_log_joint(delta2_prior, problem, draw: dict, info) -> jnp.ndarray:
+    """lp of one draw (scalar; the module docstring's sum), traceable for a step of ``zoo.kernel``'s chain:
+    ``draw`` gamma (M,) 0/1, beta (M,), delta2 (); ``info.log_likelihood`` (G,) the sweep's per-group log
+    likelihood (z integrated out); ``problem`` a ``MILProblem``: gram (M, M) and tau's Beta(prior_a, prior_b) in
+    ``hyper``; ``delta2_prior`` the spec's prior of delta2 (any NumPyro family)."""
+    g = jnp.asarray(draw["gamma"]).astype(jnp.float64)
+    beta, delta2 = jnp.asarray(draw["beta"], jnp.float64), jnp.asarray(draw["delta2"], jnp.float64)
+    gram = jnp.asarray(problem.gram, jnp.float64)
+    m, k = g.shape[0], g.sum()
+    a, b = problem.hyper.prior_a, problem.hyper.prior_b
+    lp = jax_betaln(a + k, b + m - k) - jax_betaln(a, b) + delta2_prior.log_prob(delta2)
+    # the active block of gram, identity elsewhere: its log determinant is that of gram_AA (as _active_prior)
+    block = g[:, None] * gram * g[None, :] + jnp.diag(1.0 - g)
+    logdet = jnp.linalg.slogdet(block)[1]
+    gb = g * beta
+    lp = lp + 0.5 * (logdet - k * jnp.log(delta2)) - 0.5 * (gb @ gram @ gb) / delta2 - 0.5 * k * jnp.log(2 * jnp.pi)
+    return lp + jnp.sum(jnp.asarray(info.log_likelihood, jnp.float64))

@@ -33,7 +33,7 @@ from zoo.data.ross03 import MatrixDataset
 from zoo.inference.mcvq import steps
 from zoo.inference.mcvq.variational_em import (MCVQConfig, MCVQState, initialize, run_variational_em,
                                                temperature_schedule)
-from zoo.models.mcvq import default_priors, mcvq_program
+from zoo.models.mcvq import default_priors, emission_parameters, mcvq_program
 from zoo.core.options import data_devices as check_data_devices
 from zoo.core.options import positive_float, positive_int
 from zoo.core.progress import progress_callback
@@ -245,11 +245,38 @@ def _log_lik_at_draws(X, M, state: MCVQFitState, c: int, r: np.ndarray) -> np.nd
     return ll[np.asarray(inverse).reshape(-1)]
 
 
+#: the stream number of the posterior predictive's key (jax.random.fold_in of the fit's seed; q's draws use 11)
+_PREDICTIVE_STREAM = 13
+#: replicated data are kept up to this many numbers (restarts x draws x cases x dims); above, none are stored
+MAX_REPLICATED = 2.0e7
+
+
+def replicate_cases(key, mu, sigma, r, s) -> np.ndarray:
+    """(S, C, D) replicated data x^c_d ~ N(mu[d, r_d, s^c_{r_d}], sigma[...]^2) (eq. 2.1) at S draws of q:
+    mu, sigma (D, K, J) the restart's point estimates; r (S, D) and s (S, C, K) draws of its q. Every entry is
+    simulated, observed or missing."""
+    loc, scale = jax.vmap(lambda r1, s1: emission_parameters(jnp.asarray(mu), jnp.asarray(sigma), r1, s1))(
+        jnp.asarray(r), jnp.asarray(s))
+    return np.asarray(loc + scale * jax.random.normal(key, loc.shape, dtype=loc.dtype))
+
+
+def _posterior_predictive(seed: int, params, draws: list) -> dict:
+    """``posterior_predictive`` x (chain, draw, case, dim): ``replicate_cases`` per restart with its own key
+    (``_PREDICTIVE_STREAM``), so q's draws are untouched; empty above ``MAX_REPLICATED`` numbers."""
+    n_chain, (n_draw, n_case, _) = len(draws), draws[0]["s"].shape
+    if n_chain * n_draw * n_case * params.mu.shape[1] > MAX_REPLICATED:
+        return {}
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), _PREDICTIVE_STREAM)
+    return {"x": np.stack([replicate_cases(jax.random.fold_in(key, c), params.mu[c], params.sigma[c], d["r"],
+                                           d["s"]) for c, d in enumerate(draws)])}
+
+
 def _to_fit(spec, data, state: MCVQFitState, X, M, trace, temps, seed: int, num_draws: int) -> Fit:
     """``posterior``: S = ``num_draws`` draws of each restart's q (chain = restart) of the latent selections r, the
     states s and (clustered model) the classes y; the parameters mu, sigma, a, b, beta are the method's point
     estimates (ML / MAP), the same in every draw of a restart. q's own parameters (g, the state and cluster
-    probabilities) go to the ``variational_parameters`` group."""
+    probabilities) go to the ``variational_parameters`` group; ``posterior_predictive`` x (chain, draw, case, dim):
+    data replicated at each draw (``replicate_cases``), so ``az.plot_ppc`` reads the fit."""
     params, post = state.states
     n_chain = trace.shape[0]
     Xj, Mj = jnp.asarray(X), jnp.asarray(M)
@@ -272,7 +299,8 @@ def _to_fit(spec, data, state: MCVQFitState, X, M, trace, temps, seed: int, num_
         posterior,
         sample_stats={"free_energy": trace[:, None], "objective": -trace[:, None],
                       "temperature": np.broadcast_to(temps, trace.shape)[:, None]},
-        log_likelihood={"x": log_lik}, observed_data={"x": observed}, dims=dims,
+        log_likelihood={"x": log_lik}, observed_data={"x": observed},
+        posterior_predictive=_posterior_predictive(seed, params, draws) or None, dims=dims,
         attrs={"method": "variational_em", "log_likelihood": "exact log p(x^c | R = r, theta) at draws r of q(R)",
                "note": "chain = restart; draw = an independent draw of that restart's q over r, s (and y); mu, "
                        "sigma, a, b, beta are point estimates, the same in every draw of a restart"})

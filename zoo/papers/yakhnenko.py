@@ -170,15 +170,33 @@ def _log_norm(counts: np.ndarray) -> jnp.ndarray:
     return jnp.asarray(gammaln(counts.sum(-1) + 1) - gammaln(counts + 1).sum(-1))
 
 
-def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int):
+#: the stream number of the posterior predictive's key (jax.random.fold_in of the fit's seed; q's draws use 7)
+_PREDICTIVE_STREAM = 13
+#: replicated counts are kept up to this many numbers (restarts x draws x images x (W + V)); above, none are stored
+MAX_REPLICATED = 2.0e7
+
+
+def replicate_counts(key, pi, phi, totals) -> np.ndarray:
+    """(S, I, V) replicated counts n_i ~ Mult(N_i, pi_i @ phi) (the program's ``words`` / ``visual_words``) at S
+    draws: pi (S, I, K), phi (S, K, V), totals (I,) = N_i, the observed number of tokens of each image."""
+    probs = jnp.einsum("sik,skv->siv", pi, phi)
+    totals = jnp.asarray(totals)
+    return np.asarray(dist.Multinomial(totals, probs=probs, total_count_max=int(jnp.max(totals))).sample(key))
+
+
+def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int, replicate_key=None):
     """Draws of q (Sec. 2.6): per restart c, S = ``num_draws`` independent draws pi_i ~ Dir(gamma_ci),
     phi_w,k ~ Dir(lambda_w,ck), phi_b,k ~ Dir(lambda_b,ck). Returns topic_weight (C, S, K) = mean_i pi_i,
     phi_w (C, S, K, W), phi_b (C, S, K, V) and the pointwise log likelihood of each modality (C, S, I) at the draws.
-    The image-level pi draws are summarized by topic_weight and not kept ((C, S, I, K) is large)."""
+    The image-level pi draws are summarized by topic_weight and not kept ((C, S, I, K) is large). With
+    ``replicate_key`` also rep_words (C, S, I, W) and rep_visual_words (C, S, I, V): counts replicated at each draw
+    (``replicate_counts``) from that key's own stream, so the draws of q are the same with or without it."""
     words, visual = topic_vi.sparse_counts(data.words), topic_vi.sparse_counts(data.visual_words)
     norm_w, norm_b = _log_norm(data.words), _log_norm(data.visual_words)
     n_img = data.words.shape[0]
     out = {"topic_weight": [], "phi_w": [], "phi_b": [], "ll_words": [], "ll_visual": []}
+    if replicate_key is not None:
+        out.update(rep_words=[], rep_visual_words=[])
     for c, chain_key in enumerate(jax.random.split(key, gamma.shape[0])):
         k_pi, k_w, k_b = jax.random.split(chain_key, 3)
         pi = jax.random.dirichlet(k_pi, jnp.asarray(gamma[c]), shape=(num_draws,) + gamma.shape[1:2])
@@ -189,13 +207,19 @@ def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int):
         out["phi_b"].append(np.asarray(phi_b))
         out["ll_words"].append(np.asarray(_multinomial_log_lik(pi, phi_w, words, n_img, norm_w)))
         out["ll_visual"].append(np.asarray(_multinomial_log_lik(pi, phi_b, visual, n_img, norm_b)))
+        if replicate_key is not None:
+            k_rw, k_rb = jax.random.split(jax.random.fold_in(replicate_key, c))
+            out["rep_words"].append(replicate_counts(k_rw, pi, phi_w, data.words.sum(1)))
+            out["rep_visual_words"].append(replicate_counts(k_rb, pi, phi_b, data.visual_words.sum(1)))
     return {k: np.stack(v) for k, v in out.items()}
 
 
 def _make_fit(spec, data, method, state_topic, prior_conc, trace, seed, num_draws, beta=None, tol=None):
     """The fit: ``posterior`` holds S = ``num_draws`` draws of each restart's fitted q (``_variational_draws``;
     chain = restart); q's parameters per restart (gamma, lambda_w, lambda_b) go to the ``variational_parameters``
-    group; beta (HDP) is a point estimate of the method (the same in every draw of a restart). ``tol``: the loop's
+    group; beta (HDP) is a point estimate of the method (the same in every draw of a restart);
+    ``posterior_predictive`` words and visual_words (chain, draw, image, word / visual_word): counts replicated at
+    each draw of q (up to ``MAX_REPLICATED`` numbers), so ``az.plot_ppc`` reads the fit. ``tol``: the loop's
     tolerance; each restart's ``converged`` stat says whether its last step changed the ELBO by at most ``tol``
     (relative), the loop's own stopping rule (``zoo.core.convergence`` reads it)."""
     gamma = np.asarray(state_topic.gamma)                                 # (C, I, K)
@@ -204,8 +228,12 @@ def _make_fit(spec, data, method, state_topic, prior_conc, trace, seed, num_draw
     final = trace[:, -1]
     best = int(np.argmax(final))
     n_chain, n_factor = gamma.shape[0], gamma.shape[-1]
+    replicate = n_chain * num_draws * data.words.shape[0] * (data.words.shape[1] + data.visual_words.shape[1]) \
+        <= MAX_REPLICATED
     draws = _variational_draws(jax.random.fold_in(jax.random.PRNGKey(seed), 7), gamma, lam_w, lam_b, data,
-                               num_draws)
+                               num_draws, jax.random.fold_in(jax.random.PRNGKey(seed), _PREDICTIVE_STREAM)
+                               if replicate else None)
+    predictive = {"words": draws["rep_words"], "visual_words": draws["rep_visual_words"]} if replicate else None
     posterior = {"topic_weight": draws["topic_weight"], "phi_w": draws["phi_w"], "phi_b": draws["phi_b"]}
     if beta is not None:
         posterior["beta"] = np.broadcast_to(beta[:, None], (n_chain, num_draws) + beta.shape[1:])
@@ -225,7 +253,7 @@ def _make_fit(spec, data, method, state_topic, prior_conc, trace, seed, num_draw
         posterior,
         sample_stats=stats,
         log_likelihood={"words": draws["ll_words"], "visual_words": draws["ll_visual"]},
-        observed_data={"words": data.words, "visual_words": data.visual_words},
+        observed_data={"words": data.words, "visual_words": data.visual_words}, posterior_predictive=predictive,
         dims=dims, coords=coords,
         attrs={"method": method, "model": spec.id,
                "note": "chain = restart; draw = an independent draw of that restart's variational posterior q"})
