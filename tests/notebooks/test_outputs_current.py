@@ -17,7 +17,11 @@ _spec.loader.exec_module(execute_notebooks)
 
 #: notebooks whose stored outputs predate the stamp (not yet re-executed from the current code). strict: once a
 #: notebook is re-executed its test passes, which fails here until its name is removed from this set.
-NOT_YET_REEXECUTED: set = set()
+#: check_sampler and kueck04 (about 20 minutes each on a shared machine) were re-executed at 13:25-14:06 and made
+#: stale by the merges of issues 29, 30 and 35 at 14:19 (samplers, fit layout, EM padding); there was no time left
+#: to re-run them before the session ended: `python scripts/execute_notebooks.py --fast --store-fast check_sampler`
+#: and `python scripts/execute_notebooks.py kueck04`, then remove them from this set.
+NOT_YET_REEXECUTED: set = {"check_sampler", "kueck04"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
