@@ -48,7 +48,7 @@ every restart (ross03's `r` once annealing ends); `zoo.core.idata.certain_elemen
 Posterior predictive (`posterior_predictive`, the observed sites' dims): every fit with draws of every model
 (carbonetto03's and yakhnenko's generic methods, gustafson07's `X`, kueck04's `group_label` / `fraction`, ross03's
 `x`, yakhnenko's `words` / `visual_words`), up to 2e7 simulated numbers per fit; point estimates (EM, MAP) have
-none. Prior predictive: `zoo.core.generic.add_prior_predictive(fit)` for the models whose program simulates its
+none. Prior predictive: `zoo.core.prior_predictive.add_prior_predictive(fit)` for the models whose program simulates its
 data from the priors alone (carbonetto03, yakhnenko, users' programs). `lp` in `sample_stats`: every sampler's fit,
 and `zoo.kernel` runs through `az.from_numpyro`.
 

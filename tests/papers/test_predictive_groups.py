@@ -68,7 +68,7 @@ def test_yakhnenko_replicates_each_images_counts_with_its_totals(topics, lda_fit
 
 def test_prior_predictive_of_a_zoo_model_and_its_refusal(topics, lda_fit, ross_fit):
     """(Adds groups to the module's LDA fit in place: the tests above read other groups.)"""
-    from zoo.core.generic import add_prior_predictive
+    from zoo.core.prior_predictive import add_prior_predictive
 
     add_prior_predictive(lda_fit, num_samples=20)
     words = lda_fit.idata.prior_predictive["words"]
