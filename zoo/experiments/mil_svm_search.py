@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import pathlib
 import time
 
 import numpy as np
 
 from zoo.data import Bags
 from zoo.data.mil import load_mil_benchmark, stratified_bag_folds, subset_bags
-from zoo.experiments.mil_protocol import MI_svm_bag_scores, mi_svm_bag_scores, protocol_folds
+from zoo.experiments.mil_protocol import MI_svm_bag_scores, _folds_path, mi_svm_bag_scores, protocol_folds
 from zoo.leaderboards.results_io import read_results, row_appender
 
 __all__ = ["C_GRID", "GAMMA_FACTORS", "SEARCHED", "SearchRun", "grid", "inner_cv_accuracy", "choose",
@@ -86,11 +85,6 @@ def searched_fold(scorer, data: Bags, folds: np.ndarray, k: int, settings=None) 
 class SearchRun:
     """rows: one dict per (method, run) of one benchmark, those read back from the results file included."""
     rows: list
-
-
-def _folds_path(results) -> pathlib.Path:
-    path = pathlib.Path(results)
-    return path.with_name(path.stem + "_folds" + path.suffix)
 
 
 def run_search(name: str, runs: int, results, *, methods=tuple(SEARCHED), first_run: int = 0, n_folds: int = 10,
