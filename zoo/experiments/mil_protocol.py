@@ -336,7 +336,8 @@ class ProtocolRun:
     rows: list
 
 
-def _folds_path(results) -> pathlib.Path:
+def folds_path(results) -> pathlib.Path:
+    """The per-fold log beside a results file: ``runs.jsonl`` -> ``runs_folds.jsonl`` (shared by the SVM search)."""
     path = pathlib.Path(results)
     return path.with_name(path.stem + "_folds" + path.suffix)
 
@@ -360,8 +361,8 @@ def run_protocol(name: str, runs: int, results, *, methods=("mi-SVM", "MI-SVM", 
     rows = [r for r in read_results(results) if r["data"] == name]
     done = {(r["method"], r["run"]) for r in rows}
     append = row_appender(results)
-    fold_rows = [r for r in read_results(_folds_path(results)) if r["data"] == name]
-    append_fold = row_appender(_folds_path(results))
+    fold_rows = [r for r in read_results(folds_path(results)) if r["data"] == name]
+    append_fold = row_appender(folds_path(results))
     data = load_mil_benchmark(name)
     y = np.asarray(data.bag_labels)
     all_folds = protocol_folds(y, runs, n_folds)

@@ -26,7 +26,7 @@ import numpy as np
 
 from zoo.data import Bags
 from zoo.data.mil import load_mil_benchmark, stratified_bag_folds, subset_bags
-from zoo.experiments.mil_protocol import MI_svm_bag_scores, _folds_path, mi_svm_bag_scores, protocol_folds
+from zoo.experiments.mil_protocol import MI_svm_bag_scores, folds_path, mi_svm_bag_scores, protocol_folds
 from zoo.leaderboards.results_io import read_results, row_appender
 
 __all__ = ["C_GRID", "GAMMA_FACTORS", "SEARCHED", "SearchRun", "grid", "inner_cv_accuracy", "choose",
@@ -100,9 +100,9 @@ def run_search(name: str, runs: int, results, *, methods=tuple(SEARCHED), first_
     settings = grid()
     rows = [r for r in read_results(results) if r["data"] == name]
     done = {(r["method"], r["run"]) for r in rows}
-    old_folds = [f for f in read_results(_folds_path(results)) if f["data"] == name
+    old_folds = [f for f in read_results(folds_path(results)) if f["data"] == name
                  and f["grid"] == [list(s) for s in settings]]
-    append, append_fold = row_appender(results), row_appender(_folds_path(results))
+    append, append_fold = row_appender(results), row_appender(folds_path(results))
     data = load_mil_benchmark(name)
     y = np.asarray(data.bag_labels)
     for r, folds in enumerate(protocol_folds(y, runs, n_folds)):
