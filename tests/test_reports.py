@@ -307,16 +307,69 @@ def test_claims_verdicts_come_from_the_numbers():
 def test_claims_table_is_read_against_the_numbers_it_quotes(tmp_path):
     from zoo.reports import paper_markdown, verify_claims_markdown
     report = _fake_report(tmp_path)
-    report.claims = [Claim("ours beats the baseline", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9},
-                           tolerance=0.05)]
+
+    def problems(*claims):
+        report.claims = list(claims)
+        return verify_claims_markdown(paper_markdown(report, tmp_path))
+    assert problems(Claim("ours is right 90 % of the time", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9},
+                          tolerance=0.05)) == []
+    assert "ours = 0.950 not in its row" in problems(Claim("ours 0.90", "Accuracy", {"ours": 0.95},
+                                                           paper={"ours": 0.9}, tolerance=0.05))[0]
+    assert "not in the report" in problems(Claim("x", "No such table", {"ours": 0.91234}))[0]
+    assert "no row 'theirs'" in problems(Claim("x", "Accuracy", {"theirs": 0.91234}))[0]
+    # the paper's numbers column against the quote: a number the quote gives after a label is not left out ...
+    assert problems(Claim("ours 0.90, baseline 0.5 (on other data)", "Accuracy", {"ours": 0.91234},
+                          order=["ours"])) == ["claim \u201cours 0.90, baseline 0.5 (on other data)\u201d: the quote "
+                                               "gives ours 0.90 but the paper's numbers column is empty"]
+    assert problems(Claim("ours beats the baseline", "Accuracy", {"ours": 0.91234}, order=["ours"])) == []
+    # ... and a paper's number is one the quote holds, under a label of the zoo's numbers
+    (wrong,) = problems(Claim("ours 0.80", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9}, tolerance=0.2))
+    assert "the paper's ours = 0.900 is not a number of its quote" in wrong
+    (stray,) = problems(Claim("theirs 0.90", "Accuracy", {"ours": 0.91234}, paper={"theirs": 0.9}))
+    assert "the paper's number for 'theirs', a label not among the zoo's" in stray
+
+
+def test_the_outcome_counts_unsettled_claims_apart_from_differing_ones():
+    report = PaperReport("fake", "Fake (2000)")
+    agree = Claim("a beats b", "T", {"a": 0.9, "b": 0.1}, order=["a", "b"])
+    unsettled = Claim("a beats b", "T", {"a": Unconverged(0.9), "b": 0.1}, order=["a", "b"])
+    differ = Claim("b beats a", "T", {"a": 0.9, "b": 0.1}, order=["b", "a"])
+    differ_unconverged = Claim("b beats a", "T", {"a": Unconverged(0.9), "b": 0.1}, order=["b", "a"])
+    assert [c.standing() for c in (agree, unsettled, differ, differ_unconverged)] == [
+        "agrees", "unsettled", "differs", "differs"]
+    cases = [([agree, agree], ("reproduced", "2 of 2 claims agree with the zoo's numbers")),
+             ([unsettled, unsettled], ("unsettled", "2 of 2 claims agree only from unconverged chains")),
+             ([agree, unsettled], ("unsettled", "1 of 2 claims agree only from unconverged chains; 1 agrees "
+                                                "from converged numbers")),
+             ([agree, differ, unsettled], ("partly", "1 of 3 claims agree with the zoo's numbers; 1 differs; 1 "
+                                                     "agrees only from unconverged chains")),
+             ([differ, unsettled], ("not", "0 of 2 claims agree with the zoo's numbers; 1 differs; 1 agrees only "
+                                           "from unconverged chains")),
+             ([differ, differ_unconverged], ("not", "0 of 2 claims agree with the zoo's numbers; 2 differ")),
+             ([], ("partly", "no claim of the paper checked by this run"))]
+    for claims, expected in cases:
+        report.claims = claims
+        assert report.outcome() == expected
+
+
+def test_gustafson07_claims_show_the_papers_rates_and_an_unsettled_outcome(tmp_path):
+    """Both Sec. 7 orderings agree from unconverged chains: the paper's rates stand in their column and the
+    paper's outcome is unsettled, not "not"."""
+    from zoo.experiments import gustafson07
+    from zoo.experiments.paper_claims import gustafson07_claims
+    from zoo.reports import claims_table, mark, paper_markdown, verify_claims_markdown
+    sec7 = types.SimpleNamespace(rates={"full": (53.0, 23.9), "fs": (43.9, 19.3), "cvfs": (41.7, 22.9)},
+                                 converged={"full": False, "fs": False, "cvfs": False})
+    table = Table("Sec. 7: classification rates (% of regions)", ["model", "train %", "validation %"],
+                  [[v.upper(), mark(sec7.rates[v][0], False), mark(sec7.rates[v][1], False)]
+                   for v in gustafson07.VARIANTS])
+    report = PaperReport("gustafson07", "Gustafson (2007)", [Section("Sec. 7", [table])])
+    report.claims = gustafson07_claims(sec7, False, gustafson07.PAPER_SEC7, gustafson07.VARIANTS)
+    assert [row[3] for row in claims_table(report.claims).rows] == ["FULL = 30; CVFS = 29; FS = 25",
+                                                                    "FULL = 45; FS = 43; CVFS = 40"]
     assert verify_claims_markdown(paper_markdown(report, tmp_path)) == []
-    report.claims = [Claim("ours beats the baseline", "Accuracy", {"ours": 0.95}, paper={"ours": 0.9},
-                           tolerance=0.05)]
-    assert "ours = 0.950 not in its row" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
-    report.claims = [Claim("x", "No such table", {"ours": 0.91234})]
-    assert "not in the report" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
-    report.claims = [Claim("x", "Accuracy", {"theirs": 0.91234})]
-    assert "no row 'theirs'" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
+    assert report.outcome() == ("unsettled", "2 of 2 claims agree only from unconverged chains")
+    assert "**Unsettled**: 2 of 2 claims agree only from unconverged chains." in paper_markdown(report, tmp_path)
 
 
 def _ross03_shapes(rms_by_row: dict):
