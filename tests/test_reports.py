@@ -327,6 +327,27 @@ def test_claims_table_is_read_against_the_numbers_it_quotes(tmp_path):
     assert "the paper's ours = 0.900 is not a number of its quote" in wrong
     (stray,) = problems(Claim("theirs 0.90", "Accuracy", {"ours": 0.91234}, paper={"theirs": 0.9}))
     assert "the paper's number for 'theirs', a label not among the zoo's" in stray
+    # an agreeing claim does not carry a line calling its (non-)gap unexplained
+    (odd,) = problems(Claim("ours 0.90", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9}, tolerance=0.05,
+                            why="Not explained by what this run measures."))
+    assert "agrees, yet its why-the-gap line says a gap is unexplained" in odd
+
+
+def test_kueck04_claims_explain_a_gap_only_where_there_is_one(tmp_path):
+    from zoo.experiments import kueck04
+    from zoo.experiments.paper_claims import kueck04_claims
+    from zoo.reports import claims_table, paper_markdown, verify_claims_markdown
+    ring = {"data": "ring", "active": 8.65, "gamma_acceptance": 0.0176, "z_acceptance_mh": 0.988}
+    claims = kueck04_claims([ring], kueck04.THESIS)
+    rows = claims_table(claims).rows
+    assert [row[4].split(":")[0] for row in rows] == ["agrees", "differs", "differs"]
+    assert rows[0][5].startswith("Within the tolerance") and rows[1][5].startswith("Not explained")
+    table = Table("Ring and inverted ring (thesis Exp. 1)", ["quantity", "ring"],
+                  [[label, value] for c in claims for label, value in c.zoo.items()])
+    report = PaperReport("kueck04", "Kueck (2004)", [Section("Ring", [table])], claims=claims)
+    assert verify_claims_markdown(paper_markdown(report, tmp_path)) == []
+    far = kueck04_claims([dict(ring, active=13.8, gamma_acceptance=0.07)], kueck04.THESIS)
+    assert far[0].why.startswith("Not explained") and far[1].why == "" and far[1].agrees()
 
 
 def test_the_outcome_counts_unsettled_claims_apart_from_differing_ones():
