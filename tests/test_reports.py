@@ -70,6 +70,24 @@ def test_a_setting_is_written_as_given_not_as_a_measurement():
     assert [format_number(row[chi]) for row in table.rows] == ["-", "0", "10", "100", "1000"]
 
 
+def test_kueck04_parallel_lines_say_which_fits_outgrew_the_capacity_and_what_they_cost():
+    from zoo.experiments.kueck04 import RowsResult, parallel_lines_table
+    rows = [{"model": "constraint", "chi": None, "auc": 0.443, "active": 193.0, "active_max": 200, "capacity": 200,
+             "seconds": 120.0},
+            {"model": "hybrid", "chi": 0.0, "auc": 0.451, "active": 190.0, "active_max": 200, "capacity": 200,
+             "seconds": 60.0}]
+    rows += [{"model": "hybrid", "chi": chi, "auc": 1.0, "active": 7.0, "active_max": 12, "capacity": 50,
+              "seconds": 10.0} for chi in (10.0, 100.0, 1000.0)]
+    table = parallel_lines_table(RowsResult(rows))
+    assert table.header[-1] == "fit s (compilation included)" and table.rows[0][-1] == 120.0
+    assert ("constraint, hybrid (chi = 0): the groups tell these models nothing about the lines" in table.note
+            and "keep 193 and 190 of the 200 instances as kernels on average (AUC 0.443 and 0.451)" in table.note
+            and "took 85.7 % of this stage's fit time" in table.note)
+    for row in rows:
+        row["capacity"], row["active"] = 50, 7.0
+    assert "tell these models nothing" not in parallel_lines_table(RowsResult(rows)).note
+
+
 def test_kueck04_real_data_note_describes_the_inner_selection_only_where_it_ran():
     from zoo.experiments.kueck04 import SELECTED, real_data_table
 
