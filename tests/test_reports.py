@@ -70,6 +70,24 @@ def test_a_setting_is_written_as_given_not_as_a_measurement():
     assert [format_number(row[chi]) for row in table.rows] == ["-", "0", "10", "100", "1000"]
 
 
+def test_kueck04_parallel_lines_say_which_fits_outgrew_the_capacity_and_what_they_cost():
+    from zoo.experiments.kueck04 import RowsResult, parallel_lines_table
+    rows = [{"model": "constraint", "chi": None, "auc": 0.443, "active": 193.0, "active_max": 200, "capacity": 200,
+             "seconds": 120.0},
+            {"model": "hybrid", "chi": 0.0, "auc": 0.451, "active": 190.0, "active_max": 200, "capacity": 200,
+             "seconds": 60.0}]
+    rows += [{"model": "hybrid", "chi": chi, "auc": 1.0, "active": 7.0, "active_max": 12, "capacity": 50,
+              "seconds": 10.0} for chi in (10.0, 100.0, 1000.0)]
+    table = parallel_lines_table(RowsResult(rows))
+    assert table.header[-1] == "fit s (compilation included)" and table.rows[0][-1] == 120.0
+    assert ("constraint, hybrid (chi = 0): the groups tell these models nothing about the lines" in table.note
+            and "keep 193 and 190 of the 200 instances as kernels on average (AUC 0.443 and 0.451)" in table.note
+            and "took 85.7 % of this stage's fit time" in table.note)
+    for row in rows:
+        row["capacity"], row["active"] = 50, 7.0
+    assert "tell these models nothing" not in parallel_lines_table(RowsResult(rows)).note
+
+
 def test_kueck04_real_data_note_describes_the_inner_selection_only_where_it_ran():
     from zoo.experiments.kueck04 import SELECTED, real_data_table
 
@@ -327,6 +345,27 @@ def test_claims_table_is_read_against_the_numbers_it_quotes(tmp_path):
     assert "the paper's ours = 0.900 is not a number of its quote" in wrong
     (stray,) = problems(Claim("theirs 0.90", "Accuracy", {"ours": 0.91234}, paper={"theirs": 0.9}))
     assert "the paper's number for 'theirs', a label not among the zoo's" in stray
+    # an agreeing claim does not carry a line calling its (non-)gap unexplained
+    (odd,) = problems(Claim("ours 0.90", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9}, tolerance=0.05,
+                            why="Not explained by what this run measures."))
+    assert "agrees, yet its why-the-gap line says a gap is unexplained" in odd
+
+
+def test_kueck04_claims_explain_a_gap_only_where_there_is_one(tmp_path):
+    from zoo.experiments import kueck04
+    from zoo.experiments.paper_claims import kueck04_claims
+    from zoo.reports import claims_table, paper_markdown, verify_claims_markdown
+    ring = {"data": "ring", "active": 8.65, "gamma_acceptance": 0.0176, "z_acceptance_mh": 0.988}
+    claims = kueck04_claims([ring], kueck04.THESIS)
+    rows = claims_table(claims).rows
+    assert [row[4].split(":")[0] for row in rows] == ["agrees", "differs", "differs"]
+    assert rows[0][5].startswith("Within the tolerance") and rows[1][5].startswith("Not explained")
+    table = Table("Ring and inverted ring (thesis Exp. 1)", ["quantity", "ring"],
+                  [[label, value] for c in claims for label, value in c.zoo.items()])
+    report = PaperReport("kueck04", "Kueck (2004)", [Section("Ring", [table])], claims=claims)
+    assert verify_claims_markdown(paper_markdown(report, tmp_path)) == []
+    far = kueck04_claims([dict(ring, active=13.8, gamma_acceptance=0.07)], kueck04.THESIS)
+    assert far[0].why.startswith("Not explained") and far[1].why == "" and far[1].agrees()
 
 
 def test_the_outcome_counts_unsettled_claims_apart_from_differing_ones():

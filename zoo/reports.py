@@ -161,12 +161,15 @@ def verify_claims_markdown(text: str) -> list[str]:
     "label = number" of the zoo's numbers must be the number shown in the row of that label (its first cell) of
     the named table; every "label = number" of the paper's numbers must name a label of the zoo's numbers and be
     a number the quote holds; and where a quote gives a number right after a label of the zoo's numbers
-    ("FULL 30"), the paper's numbers must not be left empty ("-"). Returns the problems found."""
+    ("FULL 30"), the paper's numbers must not be left empty ("-"); and a claim that agrees must not explain a gap
+    as unexplained. Returns the problems found."""
     tables = _markdown_tables(text)
     problems = []
     for row in tables.get(CLAIMS_TITLE, [])[1:]:
-        quote, quoted, source, paper = row[0], row[1], row[2], row[3]
+        quote, quoted, source, paper, verdict, why = row[:6]
         claim = f"claim {quote[:60]}"
+        if verdict == "agrees" and ("not explained" in why.lower() or "open gap" in why):
+            problems.append(f"{claim}: agrees, yet its why-the-gap line says a gap is unexplained")
         labels = [pair.rpartition(" = ")[0] for pair in quoted.split("; ")]
         if paper == "-":
             for label in labels:

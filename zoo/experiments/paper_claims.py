@@ -75,25 +75,27 @@ def gustafson07_claims(sec7, on_program: bool, paper_sec7: dict, variants: tuple
 
 
 def kueck04_claims(ring_rows: list[dict], thesis: dict) -> list:
-    """The thesis' statements on the ring data (Exp. 1) against the zoo's ring table."""
+    """The thesis' statements on the ring data (Exp. 1) against the zoo's ring table. A claim within its
+    tolerance gets no "why the gap" line, except what a reader needs to weigh the agreement."""
     ring = {r["data"]: r for r in ring_rows}["ring"]
     table = "Ring and inverted ring (thesis Exp. 1)"
-    return [
-        Claim("about 6 kernels active on the ring data (Exp. 1)", table,
-              {"active kernels (mean)": float(ring["active"])}, paper={"active kernels (mean)": thesis["active"]},
-              tolerance=3.0,
-              why="Not explained by what this run measures: the zoo's chain keeps more kernels active (its "
-                  "mean over the sweeps after warm-up); the thesis does not say whether its 6 is a mean or a final "
-                  "state."),
-        Claim("active-set (gamma) moves accepted about 8 % of the time (Exp. 1)", table,
-              {"gamma (active set) acceptance": float(ring["gamma_acceptance"])},
-              paper={"gamma (active set) acceptance": thesis["gamma_acceptance"]}, tolerance=0.04,
-              why="Not explained by what this run measures (see the table's note)."),
-        Claim("Metropolis moves of the latent Z accepted about 80 % of the time (Exp. 1)", table,
-              {"Z acceptance, Metropolis sampler": float(ring["z_acceptance_mh"])},
-              paper={"Z acceptance, Metropolis sampler": thesis["z_acceptance"]}, tolerance=0.1,
-              why="Not explained by what this run measures (see the table's note)."),
-    ]
+    unexplained = "Not explained by what this run measures (see the table's note)."
+    active = Claim("about 6 kernels active on the ring data (Exp. 1)", table,
+                   {"active kernels (mean)": float(ring["active"])}, paper={"active kernels (mean)": thesis["active"]},
+                   tolerance=3.0)
+    active.why = ("Within the tolerance; the zoo's number is its chain's mean over the sweeps after warm-up, and the "
+                  "thesis does not say whether its 6 is a mean or a final state." if active.agrees() else
+                  "Not explained by what this run measures: the zoo's chain keeps more kernels active (its mean over "
+                  "the sweeps after warm-up); the thesis does not say whether its 6 is a mean or a final state.")
+    rates = [Claim("active-set (gamma) moves accepted about 8 % of the time (Exp. 1)", table,
+                   {"gamma (active set) acceptance": float(ring["gamma_acceptance"])},
+                   paper={"gamma (active set) acceptance": thesis["gamma_acceptance"]}, tolerance=0.04),
+             Claim("Metropolis moves of the latent Z accepted about 80 % of the time (Exp. 1)", table,
+                   {"Z acceptance, Metropolis sampler": float(ring["z_acceptance_mh"])},
+                   paper={"Z acceptance, Metropolis sampler": thesis["z_acceptance"]}, tolerance=0.1)]
+    for c in rates:
+        c.why = "" if c.agrees() else unexplained
+    return [active, *rates]
 
 
 def ross03_claims(rows: list, table: str, tolerance: float, why: str) -> list:
