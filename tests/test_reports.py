@@ -375,16 +375,20 @@ def test_the_outcome_counts_unsettled_claims_apart_from_differing_ones():
     differ = Claim("b beats a", "T", {"a": 0.9, "b": 0.1}, order=["b", "a"])
     differ_unconverged = Claim("b beats a", "T", {"a": Unconverged(0.9), "b": 0.1}, order=["b", "a"])
     assert [c.standing() for c in (agree, unsettled, differ, differ_unconverged)] == [
-        "agrees", "unsettled", "differs", "differs"]
+        "agrees", "unsettled: agrees", "differs", "unsettled: differs"]
     cases = [([agree, agree], ("reproduced", "2 of 2 claims agree with the zoo's numbers")),
              ([unsettled, unsettled], ("unsettled", "2 of 2 claims agree only from unconverged chains")),
+             ([differ_unconverged] * 2, ("unsettled", "2 of 2 claims differ only from unconverged chains")),
              ([agree, unsettled], ("unsettled", "1 of 2 claims agree only from unconverged chains; 1 agrees "
                                                 "from converged numbers")),
+             ([unsettled, differ_unconverged], ("unsettled", "2 of 2 claims rest on unconverged chains (1 agrees, "
+                                                             "1 differs)")),
              ([agree, differ, unsettled], ("partly", "1 of 3 claims agree with the zoo's numbers; 1 differs; 1 "
                                                      "agrees only from unconverged chains")),
              ([differ, unsettled], ("not", "0 of 2 claims agree with the zoo's numbers; 1 differs; 1 agrees only "
                                            "from unconverged chains")),
-             ([differ, differ_unconverged], ("not", "0 of 2 claims agree with the zoo's numbers; 2 differ")),
+             ([differ, differ, differ_unconverged], ("not", "0 of 3 claims agree with the zoo's numbers; 2 differ; "
+                                                            "1 differs only from unconverged chains")),
              ([], ("partly", "no claim of the paper checked by this run"))]
     for claims, expected in cases:
         report.claims = claims
@@ -409,6 +413,11 @@ def test_gustafson07_claims_show_the_papers_rates_and_an_unsettled_outcome(tmp_p
     assert verify_claims_markdown(paper_markdown(report, tmp_path)) == []
     assert report.outcome() == ("unsettled", "2 of 2 claims agree only from unconverged chains")
     assert "**Unsettled**: 2 of 2 claims agree only from unconverged chains." in paper_markdown(report, tmp_path)
+    # the run on MSRC-v2 regions: both orderings differ, again from unconverged chains: unsettled, not "not"
+    sec7.rates = {"full": (39.8, 33.3), "fs": (40.1, 32.4), "cvfs": (43.9, 23.5)}
+    report.claims = gustafson07_claims(sec7, False, gustafson07.PAPER_SEC7, gustafson07.VARIANTS)
+    assert [c.verdict().split(":")[0] for c in report.claims] == ["differs", "differs"]
+    assert report.outcome() == ("unsettled", "2 of 2 claims differ only from unconverged chains")
 
 
 def _ross03_shapes(rms_by_row: dict):

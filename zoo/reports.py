@@ -99,10 +99,13 @@ class Claim:
         return self.verdict() == "agrees"
 
     def standing(self) -> str:
-        """"agrees", "unsettled" (the numbers agree, but some come from chains that failed their checks) or
-        "differs": how the claim counts in the paper's outcome."""
+        """How the claim counts in the paper's outcome: "agrees" or "differs" from converged numbers, or, where
+        some of its numbers come from chains that failed their checks, "unsettled: agrees" / "unsettled: differs"
+        (either way the verdict could turn once the chains converge)."""
         verdict = self.verdict()
-        return "agrees" if verdict == "agrees" else "unsettled" if verdict.startswith("not settled") else "differs"
+        if any(isinstance(v, Unconverged) for v in self.zoo.values()):
+            return "unsettled: " + ("agrees" if verdict.startswith("not settled") else "differs")
+        return "agrees" if verdict == "agrees" else "differs"
 
 
 CLAIMS_HEADER = ["the paper says", "zoo's numbers", "from table", "paper's numbers", "verdict", "why the gap"]
@@ -254,26 +257,30 @@ class PaperReport:
 
     def outcome(self) -> tuple[str, str]:
         """("reproduced" | "partly" | "unsettled" | "not", reason): the experiment's own statement when it set one,
-        else from the claims' standings (``Claim.standing``): all agree: reproduced; none differs but some agree
-        only from unconverged chains: unsettled (neither a success nor a failure); some differ: partly when any
-        agrees from converged numbers, else not. The reason counts each kind, so that an unsettled claim never
-        reads as a failed one."""
+        else from the claims' standings (``Claim.standing``): all agree: reproduced; none differs from converged
+        numbers but some rest on unconverged chains: unsettled (neither a success nor a failure); some differ from
+        converged numbers: partly when any agrees from converged numbers, else not. The reason counts each kind,
+        so that a claim resting on unconverged chains never reads as a failed or a reproduced one."""
         if self.status:
             return self.status, self.status_reason
         if not self.claims:
             return "partly", "no claim of the paper checked by this run"
         standings = [c.standing() for c in self.claims]
-        n, agree = len(standings), standings.count("agrees")
-        unsettled, differ = standings.count("unsettled"), standings.count("differs")
+        n, agree, differ = len(standings), standings.count("agrees"), standings.count("differs")
+        loose = {"agree": standings.count("unsettled: agrees"), "differ": standings.count("unsettled: differs")}
+
+        def count(k: int, verb: str) -> str:
+            return f"{k} {verb}{'s' if k == 1 else ''}"
         if agree == n:
             return "reproduced", f"{n} of {n} claims agree with the zoo's numbers"
-        only = f"{unsettled} of {n} claims agree only from unconverged chains"
         if not differ:
-            return "unsettled", only + (f"; {agree} agree{'s' if agree == 1 else ''} from converged numbers"
-                                        if agree else "")
-        reason = f"{agree} of {n} claims agree with the zoo's numbers; {differ} differ{'s' if differ == 1 else ''}"
-        if unsettled:
-            reason += f"; {unsettled} agree{'s' if unsettled == 1 else ''} only from unconverged chains"
+            kinds = [verb for verb, k in loose.items() if k]
+            lead = (f"{n - agree} of {n} claims {kinds[0]} only from unconverged chains" if len(kinds) == 1 else
+                    f"{n - agree} of {n} claims rest on unconverged chains ({count(loose['agree'], 'agree')}, "
+                    f"{count(loose['differ'], 'differ')})")
+            return "unsettled", lead + (f"; {count(agree, 'agree')} from converged numbers" if agree else "")
+        reason = f"{agree} of {n} claims agree with the zoo's numbers; {count(differ, 'differ')}"
+        reason += "".join(f"; {count(k, verb)} only from unconverged chains" for verb, k in loose.items() if k)
         return ("partly" if agree else "not"), reason
 
     def add(self, section: Section) -> Section:

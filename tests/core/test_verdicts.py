@@ -241,6 +241,33 @@ def test_label_switching_advice_only_for_exchangeable_sites():
     assert "tau" in advice(table) and "num_warmup" in table.loc["tau", "advice"]
 
 
+def test_too_few_draws_get_the_draws_that_would_reach_the_target():
+    """An ESS shortfall's advice names the draws per chain that would reach ESS 100 per chain at the run's own rate
+    (ESS about in proportion to the draws): AR(1) chains of correlation 0.95 have ESS about N / 39, so 4 x 500
+    draws (ESS near 50) need several thousand per chain; a run that already passes gets no such advice."""
+    from zoo.core.convergence import draws_for_ess
+
+    rng = np.random.default_rng(7)
+
+    def ar1(n, rho=0.95):
+        x = np.zeros((4, n))
+        noise = rng.normal(size=(4, n)) * np.sqrt(1 - rho ** 2)
+        for t in range(1, n):
+            x[:, t] = rho * x[:, t - 1] + noise[:, t]
+        return x
+
+    table = diagnose(to_inference_data({"theta": ar1(500)}), ["theta"])
+    row = table.loc["theta"]
+    assert row["status"] == "fail" and row["ess_bulk"] < 400
+    needed = draws_for_ess(400, min(row["ess_bulk"], row["ess_tail"]), 500)
+    assert 2_000 <= needed <= 20_000 and needed % 100 == 0
+    assert f"about {needed:,} per chain" in row["advice"]
+    # the estimate is the run's rate: 4 x needed draws of the same chains reach the target
+    longer = diagnose(to_inference_data({"theta": ar1(needed)}), ["theta"]).loc["theta"]
+    assert min(longer["ess_bulk"], longer["ess_tail"]) > 0.7 * 400
+    assert draws_for_ess(400, 450.0, 1000) is None and draws_for_ess(400, float("nan"), 1000) is None
+
+
 # ---------------------------------------------------------------------------------------------- no false alarm
 
 @pytest.mark.slow

@@ -47,7 +47,7 @@ import numpy as np
 __all__ = ["RHAT_MAX", "ESS_PER_CHAIN_MIN", "OBJECTIVE_RTOL", "OPTIMA_TOL", "VALUE_RTOL", "CERTAIN_EXPECTED_MOVES",
            "ConvergenceWarning", "ObjectiveCheck", "objective_check", "objective_checks", "diagnose",
            "diagnose_elements", "failing_sites", "advice", "OBJECTIVE_CRITERION", "TARGET_ESS", "TIME_BUDGET",
-           "short_of", "AutoSettings", "auto_settings", "auto_report", "AutoReport"]
+           "short_of", "AutoSettings", "auto_settings", "auto_report", "AutoReport", "draws_for_ess"]
 
 RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
@@ -387,7 +387,17 @@ def _mcmc_problems(row: dict, chains: int, need: int, n_divergent) -> list[str]:
     return problems
 
 
-def _mcmc_advice(site: str, kind: str, problems: list[str], exchangeable: bool) -> str:
+def draws_for_ess(need: float, ess: float, draws: int) -> int | None:
+    """Draws per chain that would reach ESS ``need`` at the rate of this run (ESS grows about in proportion to the
+    draws once the chains have forgotten their start), rounded up to hundreds; None when the ESS says nothing
+    (NaN or 0). ``ess``: the worst of the site's bulk and tail ESS over ``draws`` draws per chain."""
+    if not np.isfinite(ess) or ess <= 0 or ess >= need:
+        return None
+    return int(np.ceil(draws * need / ess / 100.0) * 100)
+
+
+def _mcmc_advice(site: str, kind: str, problems: list[str], exchangeable: bool,
+                 draws_needed: int | None = None) -> str:
     text = " ".join(problems)
     advice = []
     if "stuck" in text or "never moved" in text:
@@ -400,8 +410,9 @@ def _mcmc_advice(site: str, kind: str, problems: list[str], exchangeable: bool) 
             advice.append(f"{site} is exchangeable: compare the relabelled draws ({site}_relabelled) for label "
                           f"switching")
     if "ESS" in text:
-        advice.append("more draws (num_samples; the zoo's own samplers also take num_samples='auto', which runs "
-                      "until the target ESS)")
+        rate = (f": at this run's rate about {draws_needed:,} per chain" if draws_needed is not None else "")
+        advice.append(f"more draws (num_samples{rate}; the zoo's own samplers also take num_samples='auto', which "
+                      f"runs until the target ESS)")
     if "divergent" in text:
         advice.append("raise target_accept_prob or reparameterize")
     return "; ".join(advice)
@@ -457,8 +468,9 @@ def _mcmc_row(idata, site: str, stats, n_divergent, run_acceptance, exchangeable
         return row | {"status": "certain", "verdict": f"constant: the same value in every draw of {chains} chain(s)",
                       "advice": ""}
     if problems:
+        needed = draws_for_ess(need, min(row["ess_bulk"], row["ess_tail"]), draws)
         return row | {"status": "fail", "verdict": "; ".join(problems),
-                      "advice": _mcmc_advice(site, row["kind"], problems, exchangeable)}
+                      "advice": _mcmc_advice(site, row["kind"], problems, exchangeable, needed)}
     notes = []
     if chains == 1:
         notes.append("one chain: r-hat not checked")

@@ -155,7 +155,11 @@ def _prior_settings(spec) -> tuple[MILHyper, Any]:
 
 #: Z-collapsed jumps of gamma per sweep in the papers' fits (``zoo.inference.mil.jump``; issue 29): on
 #: ``kueck04_ring`` (constraint, 4 chains x (1,000 + 1,000), same process, machine shared) 2 jumps per sweep took
-#: n_active's bulk ESS from 11.7 to 80.5 (r-hat 1.263 -> 1.060) for 4.4x the sampling seconds (17.1 -> 75.9 s)
+#: n_active's bulk ESS from 11.7 to 80.5 (r-hat 1.263 -> 1.060) for 4.4x the sampling seconds (17.1 -> 75.9 s).
+#: More tries did not help (session 5, same run, one process, load ~10): 6 tries gave n_active bulk ESS 77.9 (tail
+#: 61.0, r-hat 1.046) against 80.5 (tail 173.3) for 1.27x the sampling seconds (420.7 against 330.1 s; delta2's ESS
+#: rose 113.7 -> 681.6): the worst headline ESS per second fell 0.244 -> 0.145, so n_active is not limited by the
+#: number of jump tries per sweep
 JUMP_TRIES = 2
 #: Newton steps of the jumps' Laplace fits (``zoo.inference.mil.jump.FitSteps``: anchor, then at delta2). Cheaper
 #: fits were worse per second: on the same ring run, 6 Newton steps from 0 at delta2 (no anchor) instead of 12 + 3
