@@ -34,17 +34,23 @@ NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 SLOWEST_FILES_SHOWN = 15
 
 
-#: The test files that hold a core longest (seconds of test time in the suite's closing summary, idle 2-core
-#: machine, end of session 2). They start first: ``-n 2 --dist loadfile`` hands out whole files, one per free
-#: worker, and by default queues them by number of tests, which put these files (4-21 tests each) late, so that
-#: one worker could still be in a two-minute file while the other had nothing left. Longest first, the short
+#: The test files that hold a core longest (seconds of test time in the suite's closing summary, CI's last run
+#: of session 4 on a 2-core machine). They start first: ``-n 2 --dist loadfile`` hands out whole files, one per
+#: free worker, and by default queues them by number of tests, which put long files with few tests late, so that
+#: one worker could still be in a 40-second file while the other had nothing left. Longest first, the short
 #: files fill in behind them and the two workers end together. Update from the summary when it changes.
 LONGEST_FILES = {
-    "tests/papers/test_kueck04_geweke.py": 167,
-    "tests/test_golden_draws.py": 150,
-    "tests/papers/test_gustafson07_gibbs.py": 116,
-    "tests/core/test_persist.py": 94,
-    "tests/test_readme.py": 94,
+    "tests/test_golden_draws.py": 94,
+    "tests/papers/test_kueck04_geweke.py": 93,
+    "tests/test_readme.py": 50,
+    "tests/papers/test_gustafson07_gibbs.py": 47,
+    "tests/core/test_persist.py": 45,
+    "tests/papers/test_mil_jump.py": 41,
+    "tests/papers/test_mil_moves.py": 41,
+    "tests/papers/test_gustafson07_api.py": 37,
+    "tests/papers/test_kueck04_samplers.py": 36,
+    "tests/papers/test_kueck04_api.py": 34,
+    "tests/papers/test_carbonetto03.py": 32,
 }
 
 

@@ -138,8 +138,13 @@ def test_em_objective_equals_program_log_density(sec2):
         assert lp_program == pytest.approx(lp_em, rel=1e-10, abs=1e-8)
 
 
-def _optax_map(program, kwargs, start, n_steps=3000):
-    """Maximize the program's log density over unconstrained coordinates with optax L-BFGS (no Jacobian)."""
+def _optax_map(program, kwargs, start, n_steps=300):
+    """Maximize the program's log density over unconstrained coordinates with optax L-BFGS (no Jacobian).
+
+    From the test's start (5 % off the EM point), L-BFGS reaches its fixed point within 300 steps: 300, 600, 1,000
+    and 3,000 steps end at the same point in every site to the printed digits (max relative difference to EM
+    2.3e-6 / 5.5e-6 / 1.0e-6 / 8.9e-7 for lambda / mu / Sigma / tau2 in all four); 3,000 took 8.3 CPU s, 300 3.3 s.
+    """
     transforms = {"lambda": biject_to(jax.scipy.stats.norm and __import__("numpyro").distributions.constraints.simplex),
                   "Sigma": biject_to(__import__("numpyro").distributions.constraints.positive),
                   "tau2": biject_to(__import__("numpyro").distributions.constraints.positive)}
