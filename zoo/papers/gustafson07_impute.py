@@ -14,6 +14,7 @@ Own random stream (the fit's seed folded with ``IMPUTE_STREAM``): the sampler's 
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -42,17 +43,24 @@ def impute_full(problem, Y: np.ndarray, key, keep_sigma: bool = True) -> tuple[n
     kept (None), so a long run never holds the draws x (K+1) x p x p array."""
     leading, n = Y.shape[:2], Y.shape[2]
     n_concepts, p = problem.allowed.shape[1], problem.X.shape[1]
-    masks = jnp.ones((n_concepts, p), bool)
     keys = jax.random.split(key, int(np.prod(leading)))
+    mu, Sigma = _full_params_of_draws(problem, keys, jnp.asarray(Y.reshape(-1, n)), keep_sigma)
+    return (np.asarray(mu).reshape(leading + (n_concepts, p)),
+            None if Sigma is None else np.asarray(Sigma).reshape(leading + (n_concepts, p, p)))
+
+
+# Compiled once per shape, not once per fit: the problem's arrays are arguments, not constants of a closure (a new
+# closure is a new function to jax.jit, so every fit compiled these again)
+@partial(jax.jit, static_argnames="keep_sigma")
+def _full_params_of_draws(problem, keys, Y, keep_sigma: bool):
+    masks = jnp.ones((problem.allowed.shape[1], problem.X.shape[1]), bool)
 
     def one(args):
         k, y = args
         mu, Sigma = temporary_concept_params(problem, "full", _Labels(y, masks), k)
         return (mu, Sigma) if keep_sigma else (mu, None)
 
-    mu, Sigma = jax.jit(lambda ks, ys: jax.lax.map(one, (ks, ys)))(keys, jnp.asarray(Y.reshape(-1, n)))
-    return (np.asarray(mu).reshape(leading + (n_concepts, p)),
-            None if Sigma is None else np.asarray(Sigma).reshape(leading + (n_concepts, p, p)))
+    return jax.lax.map(one, (keys, Y))
 
 
 def replicate_features(Y: np.ndarray, mu: np.ndarray, Sigma: np.ndarray, mean: np.ndarray, scale: np.ndarray,
@@ -79,12 +87,18 @@ def replicate_selected_features(problem, variant: str, Y: np.ndarray, M: np.ndar
     on each concept's mask given the draw's labels ``Y`` (chain, draw, n) and indicators ``M`` (chain, draw, K+1, p:
     the sampler's layout), then X_rep_i ~ FeatureSelectionNormal(M_{Y_i}, mu_{Y_i}, Sigma_{Y_i}, delta, Omega)
     with the draw's (delta, Omega) (chain, draw, p) / (chain, draw, p, p)."""
-    from zoo.inference.label_feature.state import concept_masks_of
-    from zoo.models.feature_selection import FeatureSelectionNormal
-
     leading, n = Y.shape[:2], Y.shape[2]
     flat = lambda a: jnp.asarray(np.asarray(a).reshape((-1,) + np.asarray(a).shape[2:]))
     keys = jax.random.split(key, int(np.prod(leading)))
+    x = _selected_features_of_draws(problem, variant, keys, flat(Y), flat(M), flat(delta), flat(Omega))
+    return mean + scale * np.asarray(x, dtype=np.float64).reshape(leading + (n, -1))
+
+
+@partial(jax.jit, static_argnames="variant")
+def _selected_features_of_draws(problem, variant: str, keys, Y, M, delta, Omega):
+    """One replicated feature array per flattened draw (compiled once per shape and variant, as above)."""
+    from zoo.inference.label_feature.state import concept_masks_of
+    from zoo.models.feature_selection import FeatureSelectionNormal
 
     def one(args):
         k, y, m, d, o = args
@@ -93,5 +107,4 @@ def replicate_selected_features(problem, variant: str, Y: np.ndarray, M: np.ndar
         masks = concept_masks_of(variant, m)
         return FeatureSelectionNormal(masks[y], mu[y], Sigma[y], d, o).sample(k_x)
 
-    x = jax.jit(lambda *a: jax.lax.map(one, a))(keys, flat(Y), flat(M), flat(delta), flat(Omega))
-    return mean + scale * np.asarray(x, dtype=np.float64).reshape(leading + (n, -1))
+    return jax.lax.map(one, (keys, Y, M, delta, Omega))

@@ -64,6 +64,32 @@ def collapsed_log_joint(program, variant: str, concept_prior, delta0, Omega0, dr
     names = _state_sites(variant)
     leading = np.asarray(draws["Y"]).shape[:2]
     flat = {k: jnp.asarray(np.asarray(draws[k]).reshape((-1,) + np.asarray(draws[k]).shape[2:])) for k in names}
-    one = partial(draw_log_joint, program, variant, concept_prior, jnp.asarray(delta0), jnp.asarray(Omega0))
-    lp = jax.jit(lambda d: jax.lax.map(one, d))(flat)
+    constants = (concept_prior, jnp.asarray(delta0), jnp.asarray(Omega0))
+    split = _split_program(program)
+    if split is None:                      # an option jax cannot hash: compiled for this call only
+        one = partial(draw_log_joint, program, variant, *constants)
+        lp = jax.jit(lambda d: jax.lax.map(one, d))(flat)
+    else:
+        lp = _log_joint_of_draws(*split, variant, *constants, flat)
     return np.asarray(lp, dtype=np.float64).reshape(leading)
+
+
+def _split_program(program):
+    """(function, options, data) of a ``functools.partial`` program: its array and dict keywords (the data and the
+    priors, pytrees) apart from the rest (options such as the variant, hashable), so the compiled pass over the draws
+    is reused by every fit of the same shapes; None when an option is not hashable or an argument positional."""
+    if program.args:
+        return None
+    data = {k: v for k, v in program.keywords.items() if isinstance(v, (np.ndarray, jnp.ndarray, dict))}
+    options = tuple(sorted((k, v) for k, v in program.keywords.items() if k not in data))
+    try:
+        hash(options)
+    except TypeError:
+        return None
+    return program.func, options, data
+
+
+@partial(jax.jit, static_argnames=("func", "options", "variant"))
+def _log_joint_of_draws(func, options, data, variant, concept_prior, delta0, Omega0, flat):
+    program = partial(func, **dict(options), **data)
+    return jax.lax.map(partial(draw_log_joint, program, variant, concept_prior, delta0, Omega0), flat)
