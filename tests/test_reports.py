@@ -179,6 +179,8 @@ def test_index_html_is_self_contained(tmp_path):
     assert base64.b64decode(images[0].split(",", 1)[1]) == (tmp_path / "fake" / "line.png").read_bytes()
     assert not re.search(r'(src|href)="(?!#|data:)', html)          # no external file, no URL
     assert "<table>" in html and '<td class="num">0.912</td>' in html
+    from zoo.reports import _html_table
+    assert '<td class="num">0.500 (unconverged)</td>' in _html_table(["x"], [[Unconverged(0.5)]])
     assert 'href="#paper-fake"' in html and 'id="paper-fake"' in html and "Time of each stage" in html
     assert html.index("Summary") < html.index("Contents")
 

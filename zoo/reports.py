@@ -661,7 +661,8 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], links: dic
         cells = []
         for c, cell in enumerate(row):
             text = format_number(cell)
-            cls = ' class="num"' if _is_numeric(text) else ""
+            # a number marked "(unconverged)" is still a number: aligned with its column's others
+            cls = ' class="num"' if _is_numeric(text.removesuffix(" " + UNCONVERGED_MARK)) else ""
             inner = html.escape(text)
             if links and c in links:
                 inner = f'<a href="{html.escape(links[c][r])}">{inner}</a>'
