@@ -70,6 +70,24 @@ def test_a_setting_is_written_as_given_not_as_a_measurement():
     assert [format_number(row[chi]) for row in table.rows] == ["-", "0", "10", "100", "1000"]
 
 
+def test_kueck04_parallel_lines_say_which_fits_outgrew_the_capacity_and_what_they_cost():
+    from zoo.experiments.kueck04 import RowsResult, parallel_lines_table
+    rows = [{"model": "constraint", "chi": None, "auc": 0.443, "active": 193.0, "active_max": 200, "capacity": 200,
+             "seconds": 120.0},
+            {"model": "hybrid", "chi": 0.0, "auc": 0.451, "active": 190.0, "active_max": 200, "capacity": 200,
+             "seconds": 60.0}]
+    rows += [{"model": "hybrid", "chi": chi, "auc": 1.0, "active": 7.0, "active_max": 12, "capacity": 50,
+              "seconds": 10.0} for chi in (10.0, 100.0, 1000.0)]
+    table = parallel_lines_table(RowsResult(rows))
+    assert table.header[-1] == "fit s (compilation included)" and table.rows[0][-1] == 120.0
+    assert ("constraint, hybrid (chi = 0): the groups tell these models nothing about the lines" in table.note
+            and "keep 193 and 190 of the 200 instances as kernels on average (AUC 0.443 and 0.451)" in table.note
+            and "took 85.7 % of this stage's fit time" in table.note)
+    for row in rows:
+        row["capacity"], row["active"] = 50, 7.0
+    assert "tell these models nothing" not in parallel_lines_table(RowsResult(rows)).note
+
+
 def test_kueck04_real_data_note_describes_the_inner_selection_only_where_it_ran():
     from zoo.experiments.kueck04 import SELECTED, real_data_table
 
@@ -307,16 +325,99 @@ def test_claims_verdicts_come_from_the_numbers():
 def test_claims_table_is_read_against_the_numbers_it_quotes(tmp_path):
     from zoo.reports import paper_markdown, verify_claims_markdown
     report = _fake_report(tmp_path)
-    report.claims = [Claim("ours beats the baseline", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9},
-                           tolerance=0.05)]
+
+    def problems(*claims):
+        report.claims = list(claims)
+        return verify_claims_markdown(paper_markdown(report, tmp_path))
+    assert problems(Claim("ours is right 90 % of the time", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9},
+                          tolerance=0.05)) == []
+    assert "ours = 0.950 not in its row" in problems(Claim("ours 0.90", "Accuracy", {"ours": 0.95},
+                                                           paper={"ours": 0.9}, tolerance=0.05))[0]
+    assert "not in the report" in problems(Claim("x", "No such table", {"ours": 0.91234}))[0]
+    assert "no row 'theirs'" in problems(Claim("x", "Accuracy", {"theirs": 0.91234}))[0]
+    # the paper's numbers column against the quote: a number the quote gives after a label is not left out ...
+    assert problems(Claim("ours 0.90, baseline 0.5 (on other data)", "Accuracy", {"ours": 0.91234},
+                          order=["ours"])) == ["claim \u201cours 0.90, baseline 0.5 (on other data)\u201d: the quote "
+                                               "gives ours 0.90 but the paper's numbers column is empty"]
+    assert problems(Claim("ours beats the baseline", "Accuracy", {"ours": 0.91234}, order=["ours"])) == []
+    # ... and a paper's number is one the quote holds, under a label of the zoo's numbers
+    (wrong,) = problems(Claim("ours 0.80", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9}, tolerance=0.2))
+    assert "the paper's ours = 0.900 is not a number of its quote" in wrong
+    (stray,) = problems(Claim("theirs 0.90", "Accuracy", {"ours": 0.91234}, paper={"theirs": 0.9}))
+    assert "the paper's number for 'theirs', a label not among the zoo's" in stray
+    # an agreeing claim does not carry a line calling its (non-)gap unexplained
+    (odd,) = problems(Claim("ours 0.90", "Accuracy", {"ours": 0.91234}, paper={"ours": 0.9}, tolerance=0.05,
+                            why="Not explained by what this run measures."))
+    assert "agrees, yet its why-the-gap line says a gap is unexplained" in odd
+
+
+def test_kueck04_claims_explain_a_gap_only_where_there_is_one(tmp_path):
+    from zoo.experiments import kueck04
+    from zoo.experiments.paper_claims import kueck04_claims
+    from zoo.reports import claims_table, paper_markdown, verify_claims_markdown
+    ring = {"data": "ring", "active": 8.65, "gamma_acceptance": 0.0176, "z_acceptance_mh": 0.988}
+    claims = kueck04_claims([ring], kueck04.THESIS)
+    rows = claims_table(claims).rows
+    assert [row[4].split(":")[0] for row in rows] == ["agrees", "differs", "differs"]
+    assert rows[0][5].startswith("Within the tolerance") and rows[1][5].startswith("Not explained")
+    table = Table("Ring and inverted ring (thesis Exp. 1)", ["quantity", "ring"],
+                  [[label, value] for c in claims for label, value in c.zoo.items()])
+    report = PaperReport("kueck04", "Kueck (2004)", [Section("Ring", [table])], claims=claims)
     assert verify_claims_markdown(paper_markdown(report, tmp_path)) == []
-    report.claims = [Claim("ours beats the baseline", "Accuracy", {"ours": 0.95}, paper={"ours": 0.9},
-                           tolerance=0.05)]
-    assert "ours = 0.950 not in its row" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
-    report.claims = [Claim("x", "No such table", {"ours": 0.91234})]
-    assert "not in the report" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
-    report.claims = [Claim("x", "Accuracy", {"theirs": 0.91234})]
-    assert "no row 'theirs'" in verify_claims_markdown(paper_markdown(report, tmp_path))[0]
+    far = kueck04_claims([dict(ring, active=13.8, gamma_acceptance=0.07)], kueck04.THESIS)
+    assert far[0].why.startswith("Not explained") and far[1].why == "" and far[1].agrees()
+
+
+def test_the_outcome_counts_unsettled_claims_apart_from_differing_ones():
+    report = PaperReport("fake", "Fake (2000)")
+    agree = Claim("a beats b", "T", {"a": 0.9, "b": 0.1}, order=["a", "b"])
+    unsettled = Claim("a beats b", "T", {"a": Unconverged(0.9), "b": 0.1}, order=["a", "b"])
+    differ = Claim("b beats a", "T", {"a": 0.9, "b": 0.1}, order=["b", "a"])
+    differ_unconverged = Claim("b beats a", "T", {"a": Unconverged(0.9), "b": 0.1}, order=["b", "a"])
+    assert [c.standing() for c in (agree, unsettled, differ, differ_unconverged)] == [
+        "agrees", "unsettled: agrees", "differs", "unsettled: differs"]
+    cases = [([agree, agree], ("reproduced", "2 of 2 claims agree with the zoo's numbers")),
+             ([unsettled, unsettled], ("unsettled", "2 of 2 claims agree only from unconverged chains")),
+             ([differ_unconverged] * 2, ("unsettled", "2 of 2 claims differ only from unconverged chains")),
+             ([agree, unsettled], ("unsettled", "1 of 2 claims agree only from unconverged chains; 1 agrees "
+                                                "from converged numbers")),
+             ([unsettled, differ_unconverged], ("unsettled", "2 of 2 claims rest on unconverged chains (1 agrees, "
+                                                             "1 differs)")),
+             ([agree, differ, unsettled], ("partly", "1 of 3 claims agree with the zoo's numbers; 1 differs; 1 "
+                                                     "agrees only from unconverged chains")),
+             ([differ, unsettled], ("not", "0 of 2 claims agree with the zoo's numbers; 1 differs; 1 agrees only "
+                                           "from unconverged chains")),
+             ([differ, differ, differ_unconverged], ("not", "0 of 3 claims agree with the zoo's numbers; 2 differ; "
+                                                            "1 differs only from unconverged chains")),
+             ([], ("partly", "no claim of the paper checked by this run"))]
+    for claims, expected in cases:
+        report.claims = claims
+        assert report.outcome() == expected
+
+
+def test_gustafson07_claims_show_the_papers_rates_and_an_unsettled_outcome(tmp_path):
+    """Both Sec. 7 orderings agree from unconverged chains: the paper's rates stand in their column and the
+    paper's outcome is unsettled, not "not"."""
+    from zoo.experiments import gustafson07
+    from zoo.experiments.paper_claims import gustafson07_claims
+    from zoo.reports import claims_table, mark, paper_markdown, verify_claims_markdown
+    sec7 = types.SimpleNamespace(rates={"full": (53.0, 23.9), "fs": (43.9, 19.3), "cvfs": (41.7, 22.9)},
+                                 converged={"full": False, "fs": False, "cvfs": False})
+    table = Table("Sec. 7: classification rates (% of regions)", ["model", "train %", "validation %"],
+                  [[v.upper(), mark(sec7.rates[v][0], False), mark(sec7.rates[v][1], False)]
+                   for v in gustafson07.VARIANTS])
+    report = PaperReport("gustafson07", "Gustafson (2007)", [Section("Sec. 7", [table])])
+    report.claims = gustafson07_claims(sec7, False, gustafson07.PAPER_SEC7, gustafson07.VARIANTS)
+    assert [row[3] for row in claims_table(report.claims).rows] == ["FULL = 30; CVFS = 29; FS = 25",
+                                                                    "FULL = 45; FS = 43; CVFS = 40"]
+    assert verify_claims_markdown(paper_markdown(report, tmp_path)) == []
+    assert report.outcome() == ("unsettled", "2 of 2 claims agree only from unconverged chains")
+    assert "**Unsettled**: 2 of 2 claims agree only from unconverged chains." in paper_markdown(report, tmp_path)
+    # the run on MSRC-v2 regions: both orderings differ, again from unconverged chains: unsettled, not "not"
+    sec7.rates = {"full": (39.8, 33.3), "fs": (40.1, 32.4), "cvfs": (43.9, 23.5)}
+    report.claims = gustafson07_claims(sec7, False, gustafson07.PAPER_SEC7, gustafson07.VARIANTS)
+    assert [c.verdict().split(":")[0] for c in report.claims] == ["differs", "differs"]
+    assert report.outcome() == ("unsettled", "2 of 2 claims differ only from unconverged chains")
 
 
 def _ross03_shapes(rms_by_row: dict):

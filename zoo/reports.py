@@ -13,6 +13,7 @@ import html
 import math
 import os
 import pathlib
+import re
 from typing import Any, Sequence, Union
 
 __all__ = ["Table", "Figure", "Section", "PaperReport", "Claim", "Unconverged", "mark", "claims_table",
@@ -97,6 +98,15 @@ class Claim:
     def agrees(self) -> bool:
         return self.verdict() == "agrees"
 
+    def standing(self) -> str:
+        """How the claim counts in the paper's outcome: "agrees" or "differs" from converged numbers, or, where
+        some of its numbers come from chains that failed their checks, "unsettled: agrees" / "unsettled: differs"
+        (either way the verdict could turn once the chains converge)."""
+        verdict = self.verdict()
+        if any(isinstance(v, Unconverged) for v in self.zoo.values()):
+            return "unsettled: " + ("agrees" if verdict.startswith("not settled") else "differs")
+        return "agrees" if verdict == "agrees" else "differs"
+
 
 CLAIMS_HEADER = ["the paper says", "zoo's numbers", "from table", "paper's numbers", "verdict", "why the gap"]
 CLAIMS_TITLE = "Claims checked against the zoo's numbers"
@@ -134,24 +144,61 @@ def _markdown_tables(text: str) -> dict:
     return tables
 
 
+_QUOTED_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(\s*%)?")
+
+
+def _quote_numbers(quote: str) -> set:
+    """The numbers a quote holds, each as ``format_number`` writes it (a percentage also as its fraction: the
+    thesis' "8 %" is the acceptance rate 0.0800)."""
+    numbers = set()
+    for digits, percent in _QUOTED_NUMBER.findall(quote):
+        value = float(digits) if "." in digits else int(digits)
+        numbers.add(format_number(value))
+        if percent:
+            numbers.add(format_number(value / 100))
+    return numbers
+
+
 def verify_claims_markdown(text: str) -> list[str]:
-    """Read a report's claims table (Markdown) against the tables it quotes: every "label = number" must be the
-    number shown in the row of that label (its first cell) of the named table. Returns the problems found."""
+    """Read a report's claims table (Markdown) against the tables it quotes and against its own quotes: every
+    "label = number" of the zoo's numbers must be the number shown in the row of that label (its first cell) of
+    the named table; every "label = number" of the paper's numbers must name a label of the zoo's numbers and be
+    a number the quote holds; and where a quote gives a number right after a label of the zoo's numbers
+    ("FULL 30"), the paper's numbers must not be left empty ("-"); and a claim that agrees must not explain a gap
+    as unexplained. Returns the problems found."""
     tables = _markdown_tables(text)
     problems = []
     for row in tables.get(CLAIMS_TITLE, [])[1:]:
-        quoted, source = row[1], row[2]
+        quote, quoted, source, paper, verdict, why = row[:6]
+        claim = f"claim {quote[:60]}"
+        if verdict == "agrees" and ("not explained" in why.lower() or "open gap" in why):
+            problems.append(f"{claim}: agrees, yet its why-the-gap line says a gap is unexplained")
+        labels = [pair.rpartition(" = ")[0] for pair in quoted.split("; ")]
+        if paper == "-":
+            for label in labels:
+                given = re.search(r"(?<![\w-])" + re.escape(label) + r"\s+(\d+(?:\.\d+)?)", quote)
+                if given:
+                    problems.append(f"{claim}: the quote gives {label} {given.group(1)} but the paper's numbers "
+                                    "column is empty")
+        else:
+            in_quote = _quote_numbers(quote)
+            for pair in paper.split("; "):
+                label, _, number = pair.rpartition(" = ")
+                if label not in labels:
+                    problems.append(f"{claim}: the paper's number for {label!r}, a label not among the zoo's")
+                elif number not in in_quote:
+                    problems.append(f"{claim}: the paper's {label} = {number} is not a number of its quote")
         if source not in tables:
-            problems.append(f"claim {row[0][:60]}: table {source!r} not in the report")
+            problems.append(f"{claim}: table {source!r} not in the report")
             continue
         by_label = {r[0]: r[1:] for r in tables[source][1:]}
         for pair in quoted.split("; "):
             label, _, number = pair.rpartition(" = ")
             number = number.replace(" " + UNCONVERGED_MARK, "")
             if label not in by_label:
-                problems.append(f"claim {row[0][:60]}: no row {label!r} in table {source!r}")
+                problems.append(f"{claim}: no row {label!r} in table {source!r}")
             elif not any(number in cell.replace("±", " ").split() for cell in by_label[label]):
-                problems.append(f"claim {row[0][:60]}: {label} = {number} not in its row {by_label[label]} of "
+                problems.append(f"{claim}: {label} = {number} not in its row {by_label[label]} of "
                                 f"table {source!r}")
     return problems
 
@@ -201,23 +248,39 @@ class PaperReport:
     seconds: float | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
     claims: list[Claim] = dataclasses.field(default_factory=list)
-    #: "reproduced", "partly" or "not", with a one-line reason; empty: derived from the claims (``outcome``)
+    #: "reproduced", "partly", "unsettled" or "not", with a one-line reason; empty: derived from the claims
+    #: (``outcome``)
     status: str = ""
     status_reason: str = ""
     #: the run's settings worth a line in the index (seeds, sizes, data used)
     settings: dict = dataclasses.field(default_factory=dict)
 
     def outcome(self) -> tuple[str, str]:
-        """("reproduced" | "partly" | "not", reason): the experiment's own statement when it set one, else from
-        the claims (all agree: reproduced; some: partly; none: not) and whether any fit failed to converge."""
+        """("reproduced" | "partly" | "unsettled" | "not", reason): the experiment's own statement when it set one,
+        else from the claims' standings (``Claim.standing``): all agree: reproduced; none differs from converged
+        numbers but some rest on unconverged chains: unsettled (neither a success nor a failure); some differ from
+        converged numbers: partly when any agrees from converged numbers, else not. The reason counts each kind,
+        so that a claim resting on unconverged chains never reads as a failed or a reproduced one."""
         if self.status:
             return self.status, self.status_reason
         if not self.claims:
             return "partly", "no claim of the paper checked by this run"
-        agree = sum(c.agrees() for c in self.claims)
-        reason = f"{agree} of {len(self.claims)} claims agree with the zoo's numbers"
-        if agree == len(self.claims):
-            return "reproduced", reason
+        standings = [c.standing() for c in self.claims]
+        n, agree, differ = len(standings), standings.count("agrees"), standings.count("differs")
+        loose = {"agree": standings.count("unsettled: agrees"), "differ": standings.count("unsettled: differs")}
+
+        def count(k: int, verb: str) -> str:
+            return f"{k} {verb}{'s' if k == 1 else ''}"
+        if agree == n:
+            return "reproduced", f"{n} of {n} claims agree with the zoo's numbers"
+        if not differ:
+            kinds = [verb for verb, k in loose.items() if k]
+            lead = (f"{n - agree} of {n} claims {kinds[0]} only from unconverged chains" if len(kinds) == 1 else
+                    f"{n - agree} of {n} claims rest on unconverged chains ({count(loose['agree'], 'agree')}, "
+                    f"{count(loose['differ'], 'differ')})")
+            return "unsettled", lead + (f"; {count(agree, 'agree')} from converged numbers" if agree else "")
+        reason = f"{agree} of {n} claims agree with the zoo's numbers; {count(differ, 'differ')}"
+        reason += "".join(f"; {count(k, verb)} only from unconverged chains" for verb, k in loose.items() if k)
         return ("partly" if agree else "not"), reason
 
     def add(self, section: Section) -> Section:

@@ -88,9 +88,17 @@ def test_leaderboard_document_sorts_merges_and_sets_the_bound_apart(tmp_path):
     tables = table[:table.index("## What each")]
     assert tables.count("MAP full (same numbers: raw features)") == 1 and "MAP full (raw features) |" not in tables
     assert "Upper bound" in table and "| supervised LR" not in table
+    assert "sees): supervised LR: caption 90.0 ± 1.0 %" in table          # its "(upper bound)" tag not repeated
+    assert "| -2.00 ± 0.01 | 1.0 |" in tables                               # fit s: a rough time, one decimal
     assert "published, features as stated" in text and "Guillaumin" in text
     assert not any(w in text for w in ("issue", "commit", "borrowed", "MISSED", "host"))
     assert "To label the regions of captioned images" in text
+
+
+def test_fit_seconds_show_no_more_digits_than_a_rough_wall_time_has():
+    from zoo.leaderboards.document import fit_seconds
+    assert [fit_seconds(s) for s in (0.006, 0.1, 0.4, 7.6, 9.96, 34.6, 1491.2, float("nan"))] == [
+        "< 0.1", "0.1", "0.4", "7.6", "10", "35", "1491", "n/a"]
 
 
 def test_pixel_accuracy_from_counts_equals_the_maps():

@@ -26,15 +26,11 @@ from zoo.experiments.paper_claims import kueck04_claims
 from zoo.data import Bags
 from zoo.data.mil import (embedded_cluster_data, load_mil_benchmark, parallel_lines_data, ring_data,
                           stratified_bag_folds, subset_bags, two_gaussians_data)
+from zoo.experiments.kueck04_tables import (DEFAULT_MAX_ACTIVE, MIL_BASIS, SELECTED, THESIS, embedded_tables,
+                                           kernel_table, parallel_lines_table, real_data_table, ring_table)
 from zoo.metrics import auc
 
-THESIS = {"ring_time_s": 10.0, "z_acceptance": 0.80, "gamma_acceptance": 0.08, "active": 6,
-          "table_5_1": {("gaussian", "constraint"): 0.885, ("gaussian", "hybrid"): 0.922,
-                        ("sigmoid", "constraint"): 0.936, ("sigmoid", "hybrid"): 0.942}}
 KERNEL_NAMES = ("gaussian", "linear", "cubic", "sigmoid", "multiquadric", "cauchy", "thin_plate")
-
-
-DEFAULT_MAX_ACTIVE = 50   # zoo.papers.kueck04's default capacity of the active set
 
 
 def _fit_once(spec, data, method, seed, n):
@@ -207,17 +203,18 @@ class RowsResult:
 
 
 def run_parallel_lines(fast: bool) -> RowsResult:
-    """Parallel lines (thesis Fig. 5.10): the constraint model, and the hybrid model for chi in {0, 10, 100, 1000}."""
+    """Parallel lines (thesis Fig. 5.10): the constraint model, and the hybrid model for chi in {0, 10, 100, 1000};
+    each row with its fit's wall seconds (compilation and a capacity rerun included)."""
     data = parallel_lines_data()
-    fit, _ = _fit("kueck04.constraint", Bags(data.X, data.bag_ids, group_labels=data.group_labels), fast=fast,
-                  kernel="gaussian", width=1.0)
+    fit, secs = _fit("kueck04.constraint", Bags(data.X, data.bag_ids, group_labels=data.group_labels), fast=fast,
+                     kernel="gaussian", width=1.0)
     rows = [{"model": "constraint", "chi": None, "auc": auc(fit.predict(data).instance_proba, data.instance_labels),
-             **_stats(fit)}]
+             **_stats(fit), "seconds": secs}]
     for chi in (0.0, 10.0, 100.0, 1000.0):
         bags = Bags(data.X, data.bag_ids, group_labels=data.group_labels, fractions=data.fractions)
-        fit, _ = _fit("kueck04.hybrid", bags, fast=fast, kernel="gaussian", width=1.0, chi=chi)
+        fit, secs = _fit("kueck04.hybrid", bags, fast=fast, kernel="gaussian", width=1.0, chi=chi)
         rows.append({"model": "hybrid", "chi": chi, "auc": auc(fit.predict(data).instance_proba,
-                                                                 data.instance_labels), **_stats(fit)})
+                                                                 data.instance_labels), **_stats(fit), "seconds": secs})
     return RowsResult(rows)
 
 
@@ -229,9 +226,6 @@ def _si_svm_scores(train: Bags, test: Bags) -> np.ndarray:
     svm = SVC(kernel="rbf", C=1.0, gamma="scale").fit(scaler.transform(train.X), y)
     s = svm.decision_function(scaler.transform(test.X))
     return np.array([s[test.bag_ids == b].max() for b in range(test.n_bags)])
-
-
-SELECTED = "kueck04.constraint, kernel by inner CV"
 
 
 def cross_validate(name: str, fast: bool, n_folds: int = 10, select: bool = False, basis: int | None = None) -> dict:
@@ -283,13 +277,6 @@ def _published() -> dict:
         return {(r["method"], r["dataset"], r["metric"]): float(r["value"]) for r in csv.DictReader(fh)}
 
 
-#: basis centres per benchmark (None: one per training instance, the thesis' choice). Musk2's 6,598 instances make
-#: the full basis's N x N Gram matrix and its per-fold prediction the cost of the whole run (the nested 10-fold
-#: selection did not finish in 27 min on one core); 500 k-means++ centres as in the leaderboard (KUECK_BASIS), a
-#: choice made for cost before the run, not by its accuracy (with them it takes 52 min on one core).
-MIL_BASIS = {"musk2": 500}
-
-
 def real_data_experiments(fast: bool) -> dict | None:
     """10-fold cross-validation on the MIL benchmarks with the published numbers beside; None without the data.
     --fast: Musk1 only, 5 folds, the default kernel without the inner selection (a check on real data, minutes)."""
@@ -309,101 +296,6 @@ def real_data_experiments(fast: bool) -> dict | None:
         results[name] = res
         print(f"kueck04 {name}: {res['n_folds']}-fold cross-validation done in {res['wall_s']:.0f} s", flush=True)
     return results
-
-
-# ------------------------------------------------------------------------------------------------ report tables
-CAPACITY_NOTE = ("capacity: the active set's size limit; a fit that reached the default 50 was rerun with the "
-                 "number of instances, where no birth can be refused (so no fit here is truncated).")
-
-
-def ring_table(rows: list[dict], fast: bool):
-    from zoo.reports import Table
-    by = {r["data"]: r for r in rows}
-    ring, inv = by["ring"], by["inverted ring"]
-    quantities = [("accuracy of instance labels at 0.5", "accuracy@0.5", "near-perfect"),
-                  ("gamma (active set) acceptance", "gamma_acceptance", THESIS["gamma_acceptance"]),
-                  ("active kernels (mean)", "active", THESIS["active"]),
-                  ("active kernels (max)", "active_max", None),
-                  ("active-set capacity", "capacity", None),
-                  ("Z acceptance, Metropolis sampler", "z_acceptance_mh", THESIS["z_acceptance"]),
-                  ("ESS of the total log-likelihood, exact Z sampler", "ess_loglik_exact", None),
-                  ("ESS of the total log-likelihood, Metropolis Z sampler", "ess_loglik_mh", None),
-                  ("wall time s (one chain, compilation included)", "wall_s_incl_compile", THESIS["ring_time_s"])]
-    table_rows = [[label, ring[key], inv[key], thesis] for label, key, thesis in quantities]
-    n = 300 if fast else 2000
-    return Table("Ring and inverted ring (thesis Exp. 1)", ["quantity", "ring", "inverted ring", "thesis (ring)"],
-                 table_rows,
-                 note=f"One chain of {n} + {n} sweeps, gaussian kernel, width 1. The zoo's wall time includes JAX "
-                      f"compilation (the inverted ring reuses the compiled sampler); the thesis' 10 s is its own C++ "
-                      f"program on its machine. Acceptance rates (zoo gamma {ring['gamma_acceptance']:.2f} vs 0.08, "
-                      f"Metropolis Z {ring['z_acceptance_mh']:.2f} vs 0.80): the gaps are not explained by anything "
-                      f"this reproduction measures.")
-
-
-def kernel_table(rows: list[dict]):
-    from zoo.reports import Table
-    return Table("Seven kernels on two Gaussians (thesis Sec. 5.2)",
-                 ["kernel", "accuracy at 0.5", "AUC", "active kernels (mean)", "active kernels (max)", "capacity"],
-                 [[r["kernel"], r["accuracy@0.5"], r["auc"], r["active"], r["active_max"], r["capacity"]]
-                  for r in rows],
-                 note="The thesis shows this experiment only as figures (every kernel separates the two clusters). "
-                      f"{CAPACITY_NOTE}")
-
-
-def embedded_tables(res: EmbeddedResult):
-    from zoo.reports import Table
-    auc_table = Table("Embedded cluster, constraint vs hybrid (thesis Table 5.1, AUC on the training instances)",
-                      ["kernel", "model", "AUC (zoo)", "AUC (thesis)", "active kernels (mean)", "capacity"],
-                      [[r["kernel"], r["model"], r["auc"], r["thesis_auc"], r["active"], r["capacity"]]
-                       for r in res.rows],
-                      note="The instances are the zoo's own draw from the thesis' description (75 groups of 8, "
-                           "85 % purely negative; the group counts below match the thesis'), not the thesis' "
-                           "points, so the AUCs are not expected to agree to the third decimal; the thesis' "
-                           "ordering is hybrid > constraint for both kernels.")
-    kinds = ("mixed", "negative", "positive")
-    groups = Table("Embedded cluster: groups by kind", ["group kind", "zoo data", "thesis"],
-                   [[k, res.groups[k], res.thesis_groups[k]] for k in kinds])
-    return [auc_table, groups]
-
-
-def parallel_lines_table(result: RowsResult):
-    from zoo.reports import Table, format_setting
-    return Table("Parallel lines (thesis Fig. 5.10)",
-                 ["model", "chi", "AUC", "active kernels (mean)", "active kernels (max)", "capacity"],
-                 [[r["model"], format_setting(r["chi"]), r["auc"], r["active"], r["active_max"], r["capacity"]]
-                  for r in result.rows],   # chi is a setting: "10" beside "100", not a measured "10.0"
-                 note="Thesis (figure only): the constraint model is uninformative here, the hybrid model improves as "
-                      f"chi (the weight of the group fractions) grows. {CAPACITY_NOTE}")
-
-
-def real_data_table(real: dict):
-    """Bag accuracy and AUC of the zoo's runs beside the published ones (Carbonneau et al. 2018, Table 4)."""
-    from zoo.reports import Table
-    rows = []
-    for name, res in real.items():
-        for method in ("kueck04.constraint", SELECTED, "SI-SVM"):
-            if method not in res:
-                continue
-            pub = res.get(f"published {method}", {"accuracy_pct": None, "auc_x100": None})
-            label = "SI-SVM (scikit-learn, same folds)" if method == "SI-SVM" else method
-            rows.append([name, label, res[method]["accuracy_pct"], res[method]["auc_x100"], pub["accuracy_pct"],
-                         pub["auc_x100"]])
-        for method in ("mi-SVM", "MI-SVM", "EMD-kernel"):
-            pub = res[f"published {method}"]
-            rows.append([name, method, None, None, pub["accuracy_pct"], pub["auc_x100"]])
-    folds = sorted({res.get("n_folds", 10) for res in real.values()})
-    selection = " only (no inner kernel selection in this run)" if not any(SELECTED in r for r in real.values()) else (
-        "; and with the kernel (gaussian / cauchy) and width (0.5, 1, 2 x median distance) chosen per outer fold "
-        "by a 3-fold inner cross-validation on its training bags (held-out log score), never on the outer test bags")
-    return Table(f"MIL benchmarks, {'/'.join(map(str, folds))}-fold cross-validation over bags",
-                 ["data", "method", "accuracy % (zoo)", "AUC x100 (zoo)", "accuracy % (published)",
-                  "AUC x100 (published)"], rows,
-                 note="The thesis has no real-data results; the published numbers are Carbonneau et al. (2018) "
-                      "Table 4, from their own folds and settings; the zoo's runs use stratified folds (seed 0): "
-                      "kueck04.constraint with the documented defaults (gaussian, median-distance width)"
-                      + selection + ". The constraint model is not among the published methods. "
-                      + "; ".join(f"{name}: {m} k-means++ basis centres (for cost)" for name, m in MIL_BASIS.items())
-                      + "; the others: a basis function on every training instance.")
 
 
 def reproduce(out_dir: pathlib.Path, fast: bool):
