@@ -11,7 +11,8 @@ triangle in the top or bottom half; the models' default sizes, 3 VQs x 5 states)
 images simulated from MoM-LDA (the loader's default size). Every kind of inference gets ``fit.diagnose()``'s
 table (issue 29: MCMC, variational and point estimates alike); at the end one summary table: per model id its
 method, chains x draws, the statuses of its headline sites (ok / certain / fail), whether a ConvergenceWarning was
-issued, and the wall time of the fit (the machine's load included: say so when quoting it).
+issued, how many other warnings (printed with the model's table: e.g. kueck04's active set reaching max_active),
+and the wall time of the fit (the machine's load included: say so when quoting it).
 """
 from __future__ import annotations
 
@@ -75,11 +76,17 @@ def run_one(model_id: str) -> dict:
     warned = [w.message for w in caught if isinstance(w.message, ConvergenceWarning)]
     for message in warned:
         print(f"ConvergenceWarning: sites {', '.join(message.sites)}")
+    # the fit's other warnings (e.g. kueck04's active set reaching max_active: a truncated posterior)
+    others = sorted({f"{type(w.message).__name__}: {w.message}" for w in caught
+                     if not isinstance(w.message, (ConvergenceWarning, DeprecationWarning, FutureWarning))})
+    for line in others:
+        print(line)
     counts = table["status"].value_counts()
     return {"model": model_id, "method": fit.method, "inference": fit.inference,
             "chains x draws": f"{sizes['chain']} x {sizes['draw']}",
             "verdict": ", ".join(f"{k} {v}" for k, v in counts.items()),
             "warning": "yes: " + ", ".join(s for m in warned for s in m.sites) if warned else "no",
+            "other warnings": len(others),
             "seconds": round(seconds, 1)}
 
 

@@ -237,7 +237,12 @@ _MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to 
 JOINT_MOVES = 2    # joint (indicator, labels) moves per sweep (FS, CVFS)
 OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)
 #: default draws per chain by variant: CVFS's headline sites mix about half as fast per sweep (issue 29: at 2 x 1,000
-#: on the Sec. 6 data M and n_relevant had bulk ESS 54-60, alpha 129)
+#: on the Sec. 6 data M and n_relevant had bulk ESS 54-60, alpha 129). Neither length passes there: at 4 x 2,000
+#: (seed 0) M's bulk ESS is 85.1 with chains stuck on elements the others move, and num_samples="auto" with a
+#: 1,200 s budget stopped after 38,750 sweeps per chain at ESS 261 (M r-hat 1.011; session 5, load ~8): about
+#: 0.0017 ESS per chain-sweep, ~60,000 sweeps per chain for ESS 400, beyond the default 300 s budget, so "auto" is
+#: not the default either. The default fit warns truly; its advice's length at the run's own rate (~9,500 per chain
+#: from 4 x 2,000) is short of that: the rate falls as longer runs show the slower switches of M (issue 29)
 DEFAULT_SAMPLES = {"full": 1000, "fs": 1000, "cvfs": 2000}
 
 
