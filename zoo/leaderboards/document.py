@@ -240,7 +240,8 @@ def _msrc_table(rows) -> list[str]:
     lines = _md_table(header, body)
     for r in bound:
         lines += ["", "Upper bound (trained on the true region labels, which no other row sees): "
-                      f"{_bound_name(r)}: caption {_pm(r['caption_acc'])} %, free {_pm(r['free_acc'])} %, P@5 {_pm(r['P@5'])} %."]
+                      f"{_bound_name(r)}: caption {_pm(r['caption_acc'])} %, free {_pm(r['free_acc'])} %, "
+                      f"P@5 {_pm(r['P@5'])} %."]
     return lines
 
 
