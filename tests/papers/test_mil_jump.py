@@ -4,8 +4,8 @@
    p(gamma | delta2, obs) enumerated over the 16 sets (each set's evidence E_prior[p(obs | f)] by plain Monte
    Carlo over 400,000 prior draws of beta), and E[f | delta2, obs] with it.
 2. Joint distribution (Geweke's marginal-conditional form): program draws moved by the move alone (then Z | f, as
-   in the sweep) keep the program's joint law: the "jump" move of test_mil_moves.py's shared harness; the full
-   sweep with the move on is in test_kueck04_geweke.py.
+   in the sweep) keep the program's joint law: the "jump" move of test_mil_moves.py's shared harness (slow
+   tier); the full sweep with the move on is in test_kueck04_geweke.py (default suite).
 """
 import functools
 import itertools

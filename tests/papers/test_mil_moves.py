@@ -6,7 +6,8 @@ Each move: an exact check against brute force on a tiny problem (enumeration of 
 rejection from the prior; the jumps' enumeration is in test_mil_jump.py) and a joint-distribution (Geweke
 marginal-conditional) test against the NumPyro program ``kernel_mil_program``, with the move alone (plus
 beta | gamma, Z, delta2 after a swap, Z | f after a scale move or a jump, as in the sweep), one harness
-(``_moved_by``) for the three.
+(``_moved_by``) for the three. The brute-force checks run in the default suite, the move-alone joint-distribution
+tests in the slow one (the default suite's sweep tests in test_kueck04_geweke.py run the three moves).
 """
 import functools
 import itertools
