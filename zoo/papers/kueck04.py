@@ -186,8 +186,10 @@ JUMP_TRIES = 2
 #: accepted 15.7 % of jumps instead of 23.4 % and gave n_active bulk ESS 25.6 instead of 80.5, anchor 6 + 2 at
 #: delta2 13.8 % and 14.9 (issue 29)
 JUMP_FIT_STEPS = FIT_STEPS
-#: the jumps' swaps propose a neighbour of the kernel leaving (``zoo.inference.mil.jump``); off: uniform (issue 29,
-#: session 6: measured with ``scripts/kueck04_jump_ess.py --neighbour-swaps``, not yet the default)
+#: the jumps' swaps propose a neighbour of the kernel leaving (``zoo.inference.mil.jump``); off: uniform. Off by
+#: default (issue 29, session 6, ``scripts/kueck04_jump_ess.py --neighbour-swaps 1 0`` on the ring at capacity 100,
+#: 4 x (1,000 + 1,000)): n_active bulk ESS 77.9 against 56.4 at seed 0 but 68.7 against 167.4 at seed 1 (delta2's
+#: 706 / 278 and 609 / 518): no evidence of better mixing of n_active, whose ESS varies ~3x between seeds
 JUMP_NEIGHBOUR_SWAPS = False
 
 
