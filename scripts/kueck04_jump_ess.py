@@ -1,13 +1,14 @@
 """n_active's ESS per second on kueck04's ring, with and without the Z-collapsed jumps of gamma (issue 29).
 
     OMP_NUM_THREADS=1 python scripts/kueck04_jump_ess.py [--model constraint] [--warmup 1000] [--draws 1000]
-        [--jumps 0 3] [--fit-steps 12,3 0,5] [--max-active 50 500] [--save draws.npz]
+        [--jumps 0 3] [--fit-steps 12,3 0,5] [--max-active 50 500] [--neighbour-swaps 0 1] [--save draws.npz]
 
 Each setting (jump tries x the jumps' fit steps ``anchor,newton``, ``zoo.inference.mil.jump.FitSteps`` x the
-model's ``max_active``) is one ``zoo.fit`` of 4 chains in the same process (same data, seed 0). Sampling seconds
-are the fit's wall time less the driver's recorded compile time; ESS is ArviZ's bulk ESS over the 4 chains. Per
-fit it also prints n_active's right tail (quantiles, P(> 50), refused births) and whether its ESS is set by that
-tail: the (rank-based) bulk ESS of n_active censored at 20, and of the indicator of small sets (<= 5 kernels).
+model's ``max_active`` x whether the jumps' swaps propose neighbours, ``kueck04.JUMP_NEIGHBOUR_SWAPS``) is one
+``zoo.fit`` of 4 chains in the same process (same data, seed 0). Sampling seconds are the fit's wall time less
+the driver's recorded compile time; ESS is ArviZ's bulk ESS over the 4 chains. Per fit it also prints
+n_active's right tail (quantiles, P(> 50), refused births) and whether its ESS is set by that tail: the
+(rank-based) bulk ESS of n_active censored at 20, and of the indicator of small sets (<= 5 kernels).
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-active", type=int, nargs="+", default=[50],
                         help="the model's capacity of the active set (one fit per value; 50 is the default)")
+    parser.add_argument("--neighbour-swaps", type=int, nargs="+", default=[0], choices=[0, 1],
+                        help="1: the jumps' swaps propose a neighbour of the kernel leaving (one fit per value)")
     parser.add_argument("--save", default=None,
                         help="an .npz to write every fit's n_active and delta2 draws to (keys n_active_<i>, ...)")
     parser.add_argument("--fit-steps", nargs="+", default=[f"{FIT_STEPS.anchor},{FIT_STEPS.newton}"],
@@ -42,12 +45,14 @@ def main(argv=None) -> int:
     print("max_active | jump_tries | fit steps | wall s | compile s | sampling s | n_active mean | r-hat | bulk ESS | "
           "tail ESS | ESS / sampling s | ESS per chain-sweep | delta2 ESS | jump acc | gamma acc | swap acc",
           flush=True)
-    settings = [(cap, jumps, FitSteps(*map(int, steps.split(","))))
-                for cap in args.max_active for jumps in args.jumps for steps in args.fit_steps]
+    settings = [(cap, jumps, FitSteps(*map(int, steps.split(","))), near)
+                for cap in args.max_active for jumps in args.jumps for steps in args.fit_steps
+                for near in args.neighbour_swaps]
     saved = {}
-    for i, (cap, jumps, steps) in enumerate(settings):
+    for i, (cap, jumps, steps, near) in enumerate(settings):
         spec = zoo.model(f"kueck04.{args.model}", max_active=cap)
         paper.JUMP_FIT_STEPS = steps           # read by paper.mil_config (a static setting: compiled per value)
+        paper.JUMP_NEIGHBOUR_SWAPS = bool(near)
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -66,7 +71,8 @@ def main(argv=None) -> int:
         sweeps = args.chains * (args.warmup + args.draws)
         acc = {k: float(stats[k].mean()) if k in stats else float("nan")
                for k in ("jump_acceptance", "gamma_acceptance", "swap_acceptance")}
-        print(f"{cap} | {jumps} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | "
+        label = f"{jumps}{' (neighbour swaps)' if near else ''}"
+        print(f"{cap} | {label} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | "
               f"{float(n_active.mean()):.2f} | "
               f"{rhat:.3f} | {ess:.1f} | {tail:.1f} | {ess / sampling:.3f} | {ess / (args.chains * args.draws):.5f} | "
               f"{d2:.1f} | {acc['jump_acceptance']:.3f} | {acc['gamma_acceptance']:.3f} | "
@@ -85,7 +91,7 @@ def main(argv=None) -> int:
             if "max_active" in str(w.message):
                 print("   warned:", w.message, flush=True)
         saved.update({f"n_active_{i}": values, f"delta2_{i}": post["delta2"].values,
-                      f"setting_{i}": np.array([cap, jumps, steps.anchor, steps.newton, sampling])})
+                      f"setting_{i}": np.array([cap, jumps, steps.anchor, steps.newton, sampling, near])})
     if args.save:
         np.savez(args.save, **saved)
     return 0

@@ -34,6 +34,12 @@ gamma proposals: (M - K) / (K + 1) for a birth, K / (M - K + 1) for a death, 1 f
 pi(gamma, beta | delta2, obs) invariant, hence (Z integrated out) the posterior's (gamma, beta, delta2)
 marginal; the sweep's exact Z | f step afterwards restores the joint (so the move needs ``z_sampler="exact"``).
 
+``neighbour_swaps`` (``MILConfig.jump_neighbour_swaps``; off by default) draws a swap's new kernel j from the
+neighbours of the one leaving, i, with ``swap.py``'s weights q(j | i) = w_ij / S_i (squared cosine of the two
+basis functions plus a floor) instead of uniformly; r of a swap is then S_i / S'_j (S'_j summed over the inactive
+kernels of the proposed set, ``swap.swap_move``'s ratio). Why (issue 29, session 6): on the ring the chains keep
+their own near-equivalent configurations of neighbouring kernels, and a uniform j is rarely a neighbour.
+
 The fits are computed on the first ``jump_capacity`` slots only (J; a jump to or from a set of more than J
 kernels is refused, the same rule both ways, so the move stays exact): O(N J^2 + J^3) per Newton step instead of
 O(N K_max^2 + K_max^3). Cost per try: ``fit_steps.anchor + fit_steps.newton`` Newton steps (``FitSteps``) and one
@@ -53,6 +59,7 @@ from zoo.inference.linalg import (ActiveSet, apply_birth, apply_death, birth_ter
                                   solve_lower_transpose)
 from zoo.inference.mil.collapsed_beta import (ANCHOR_STEPS, NEWTON_STEPS, CollapsedData, LaplaceFit, _newton,
                                               collapsed_group_log_likelihood, laplace_fit)
+from zoo.inference.mil.swap import swap_weights
 
 __all__ = ["jump_move", "jump_log_target", "set_fit", "FitSteps", "FIT_STEPS", "BIRTH", "DEATH", "SWAP"]
 
@@ -143,12 +150,13 @@ class JumpChain(NamedTuple):
     pending: JumpProposal
 
 
-def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, width: int, min_pivot) -> JumpProposal:
+def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, width: int, min_pivot,
+             neighbour_swaps: bool = False) -> JumpProposal:
     """A birth / death / swap of the current (set, beta) as in the module docstring, up to the proposed set's fit:
     the proposed ordered set, e' (from the current fit's standardized coordinates, slot p moved last) and the log
     of the factors that do not need the new fit (N(u)^(-+1) and the gamma proposal ratio r; -inf when the kind is
     impossible here). beta (J,), fit: the current set's; gram (M, M); eligible (M,) bool; m: the number of
-    eligible basis functions; width J."""
+    eligible basis functions; width J; neighbour_swaps: a swap's j from the neighbours of the kernel leaving."""
     dtype = gram.dtype
     capacity = aset.members.shape[0]
     idx = jnp.arange(width)
@@ -165,9 +173,20 @@ def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, wid
     possible = jnp.where(kind == BIRTH, n_inactive > 0, jnp.where(kind == DEATH, count > 0,
                                                                   (count > 0) & (n_inactive > 0)))
     possible = possible & (count <= width) & (new_count <= width) & (new_count <= capacity)
+    log_r_swap = jnp.zeros((), dtype)
+    if neighbour_swaps:
+        # j ~ w_ij / S_i among the inactive; the reverse swap picks i among the proposed set's inactive kernels
+        i = aset.members[slot]
+        w_i = swap_weights(gram, i)
+        j_near = jax.random.categorical(k_j, jnp.where(inactive, jnp.log(w_i), -jnp.inf))
+        w_j = swap_weights(gram, j_near)
+        s_i = jnp.sum(jnp.where(inactive, w_i, 0.0))
+        s_j_after = jnp.sum(jnp.where(inactive, w_j, 0.0)) - w_j[j_near] + w_j[i]
+        j = jnp.where(kind == SWAP, j_near, j)
+        log_r_swap = jnp.log(s_i) - jnp.log(s_j_after)
     # r(gamma, gamma'): q(gamma | gamma') / q(gamma' | gamma), the 1/3 of the kind cancelling
     log_r = jnp.where(kind == BIRTH, jnp.log(n_inactive) - jnp.log(k + 1.0),
-                      jnp.where(kind == DEATH, jnp.log(k) - jnp.log(m - k + 1.0), 0.0))
+                      jnp.where(kind == DEATH, jnp.log(k) - jnp.log(m - k + 1.0), log_r_swap))
     # standardized coordinates of the current beta, slot p moved last (a birth removes nothing: p = K)
     last = jnp.maximum(count - 1, 0)
     p = jnp.where(kind == BIRTH, last, slot)
@@ -189,7 +208,8 @@ def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, wid
 
 def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2: jnp.ndarray, gram: jnp.ndarray,
               psi_t, data: CollapsedData, prior_a, prior_b, alpha0, beta0, tries: int, min_pivot,
-              basis_mask=None, jump_capacity: int = 20, fit_steps: FitSteps = FIT_STEPS):
+              basis_mask=None, jump_capacity: int = 20, fit_steps: FitSteps = FIT_STEPS,
+              neighbour_swaps: bool = False):
     """``tries`` Z-collapsed birth / death / swap proposals of gamma with beta mapped between the sets' Laplace
     fits (module docstring), at fixed delta2.
 
@@ -197,7 +217,8 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
     function j -> row; data: the collapsed likelihood's groups; prior_a, prior_b: Beta prior of tau; alpha0,
     beta0: IG shape of delta2 for the fits' anchors; basis_mask (M,) bool or None: only True centres are basis
     functions; jump_capacity J: the largest set a jump may start from or reach; fit_steps: the fits' Newton
-    steps (``FitSteps``). Returns (aset, beta_active, number of accepted tries).
+    steps (``FitSteps``); neighbour_swaps: a swap's new kernel from the neighbours of the one leaving (module
+    docstring). Returns (aset, beta_active, number of accepted tries).
 
     One scan of ``tries + 1`` steps, each computing one Laplace fit (so the fit is traced and compiled once, not
     once for the current set and once for the proposals): step 0 fits the current set, step t >= 1 fits the
@@ -232,8 +253,8 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
         fit_now = jax.tree_util.tree_map(lambda a, b: jnp.where(renew, a, b), fit_new, chain.fit)
         return JumpChain(aset=aset_now, beta=beta_now, log_target=jnp.where(renew, proposed, chain.log_target),
                          fit=fit_now, accepted=chain.accepted + take.astype(jnp.int32),
-                         pending=_propose(key, aset_now, beta_now, fit_now, gram, eligible, m, width, min_pivot)
-                         ), None
+                         pending=_propose(key, aset_now, beta_now, fit_now, gram, eligible, m, width, min_pivot,
+                                          neighbour_swaps)), None
 
     beta_j = beta_active[:width]
     blank_fit = LaplaceFit(mean=jnp.zeros(width, dtype), chol=jnp.eye(width, dtype=dtype),

@@ -186,6 +186,11 @@ JUMP_TRIES = 2
 #: accepted 15.7 % of jumps instead of 23.4 % and gave n_active bulk ESS 25.6 instead of 80.5, anchor 6 + 2 at
 #: delta2 13.8 % and 14.9 (issue 29)
 JUMP_FIT_STEPS = FIT_STEPS
+#: the jumps' swaps propose a neighbour of the kernel leaving (``zoo.inference.mil.jump``); off: uniform. Off by
+#: default (issue 29, session 6, ``scripts/kueck04_jump_ess.py --neighbour-swaps 1 0`` on the ring at capacity 100,
+#: 4 x (1,000 + 1,000)): n_active bulk ESS 77.9 against 56.4 at seed 0 but 68.7 against 167.4 at seed 1 (delta2's
+#: 706 / 278 and 609 / 518): no evidence of better mixing of n_active, whose ESS varies ~3x between seeds
+JUMP_NEIGHBOUR_SWAPS = False
 
 
 def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool = False) -> MILConfig:
@@ -194,7 +199,7 @@ def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool 
     m = prep.gram.shape[0] if prep.psi is None else prep.psi.shape[1]
     config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z,
                        delta2_log_prob=_prior_settings(spec)[1], jump_tries=JUMP_TRIES,
-                       jump_fit_steps=JUMP_FIT_STEPS,
+                       jump_fit_steps=JUMP_FIT_STEPS, jump_neighbour_swaps=JUMP_NEIGHBOUR_SWAPS,
                        row_function=KERNELS[spec.options["kernel"]] if prep.psi is None else None)
     # the Z-collapsed scale move and jumps need the exact Z | f draw after them (``mil_gibbs.mil_step``)
     return config if z_sampler == "exact" else config._replace(scale_tries=0, jump_tries=0)
