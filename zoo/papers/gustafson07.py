@@ -201,14 +201,15 @@ def program_kwargs(spec, data) -> dict:
 
 def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, flips_per_sweep: int | None = None,
                    flip_scan: str = "systematic", joint_moves: int | None = None, omega_steps: int | None = None,
-                   omega_dof: float | None = None) -> RegionProblem:
+                   omega_dof: float | None = None, column_moves: int | None = None) -> RegionProblem:
     """The sampler's RegionProblem for a spec and standardized arrays (FS: (delta, Omega) = sample mean and
     covariance, Sec. 4; CVFS: their starting values). flip_scan, flips_per_sweep, joint_moves, omega_steps,
-    omega_dof: see ``_collapsed_gibbs`` (None = the defaults there)."""
+    omega_dof, column_moves: see ``_collapsed_gibbs`` (None = the defaults there)."""
     flip_scan = one_of(flip_scan, "flip_scan", ("systematic", "random"))
     n_units = arrays.X.shape[0]
     joint_moves = JOINT_MOVES if joint_moves is None else joint_moves
     omega_steps = OMEGA_STEPS if omega_steps is None else omega_steps
+    column_moves = COLUMN_MOVES if column_moves is None else column_moves
     omega_dof = 2.0 * n_units + arrays.X.shape[1] + 1.0 if omega_dof is None else omega_dof
     if (isinstance(omega_dof, bool) or not isinstance(omega_dof, (int, float, np.integer, np.floating))
             or not np.isfinite(omega_dof) or not omega_dof > arrays.X.shape[1] + 1):
@@ -230,12 +231,13 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
         exact_delta_omega=jnp.asarray(bool(exact_delta_omega)), flips_per_sweep=jnp.asarray(int(flips_per_sweep)),
         systematic_scan=jnp.asarray(flip_scan == "systematic"), joint_moves=jnp.asarray(int(joint_moves)),
         omega_steps=jnp.asarray(int(omega_steps)), omega_dof=jnp.asarray(float(omega_dof)),
-        garbage_log_weight=jnp.asarray(np.log(garbage_weight_of(spec))))
+        garbage_log_weight=jnp.asarray(np.log(garbage_weight_of(spec))), column_moves=jnp.asarray(int(column_moves)))
 
 
 _MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to this many numbers
 JOINT_MOVES = 2    # joint (indicator, labels) moves per sweep (FS, CVFS)
 OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)
+COLUMN_MOVES = 1   # passes of column complements of M over the p features per sweep (CVFS; issue 29)
 #: default draws per chain by variant: CVFS's headline sites mix about half as fast per sweep (issue 29: at 2 x 1,000
 #: on the Sec. 6 data M and n_relevant had bulk ESS 54-60, alpha 129). Neither length passes there: at 4 x 2,000
 #: (seed 0) M's bulk ESS is 85.1 with chains stuck on elements the others move, and num_samples="auto" with a
@@ -260,7 +262,8 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
                      num_samples: int | str | None = None, thinning: int = 1,
                      keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
                      flip_scan: str = "systematic", flips_per_sweep: int | None = None, joint_moves: int | None = None,
-                     omega_steps: int | None = None, omega_dof: float | None = None, progress_bar: bool = True,
+                     omega_steps: int | None = None, omega_dof: float | None = None,
+                     column_moves: int | None = None, progress_bar: bool = True,
                      chain_method: str = "sequential", target_ess: float | None = None,
                      time_budget: float | None = None) -> Fit:
     """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega)).
@@ -286,7 +289,11 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     omega_steps (CVFS; default OMEGA_STEPS = 5): Metropolis-Hastings steps of Omega with delta integrated out
     (inverse-Wishart random walk with omega_dof degrees of freedom, default 2 n + p + 1), each sweep; then delta
     from its Gaussian conditional. With the default, the CVFS flips of M also integrate delta out (not in the
-    paper; exact). Both because the eq. 11 step alone is accepted about 1 % of the time and froze M on Sec. 6."""
+    paper; exact). Both because the eq. 11 step alone is accepted about 1 % of the time and froze M on Sec. 6.
+    column_moves (CVFS; default COLUMN_MOVES = 1): passes per sweep over the features of a move that complements
+    one feature's column of M over the keyword concepts, delta and alpha integrated out (exact, not in the paper;
+    ``zoo.inference.label_feature.columns``): single flips pass between a column's distant modes only through
+    states where Omega must follow M, which froze chains for hundreds of sweeps on Sec. 6; 0 = none."""
     # unknown option names: refused by the registry (listing these) before the runner starts
     delta_omega_update = one_of(delta_omega_update, "delta_omega_update", ("exact", "paper"))
     chain_method = check_chain_method(chain_method, "chain_method")
@@ -302,18 +309,19 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
         flips_per_sweep = positive_int(flips_per_sweep, "flips_per_sweep")
     joint_moves = None if joint_moves is None else nonnegative_int(joint_moves, "joint_moves")
     omega_steps = None if omega_steps is None else nonnegative_int(omega_steps, "omega_steps")
+    column_moves = None if column_moves is None else nonnegative_int(column_moves, "column_moves")
     data = _check_regions(data, variant)
     arrays = region_arrays(data)
     problem = region_problem(spec, arrays, exact_delta_omega=delta_omega_update == "exact",
                              flips_per_sweep=flips_per_sweep, flip_scan=flip_scan, joint_moves=joint_moves,
-                             omega_steps=omega_steps, omega_dof=omega_dof)
+                             omega_steps=omega_steps, omega_dof=omega_dof, column_moves=column_moves)
     n, n_concepts = arrays.allowed.shape
     kept_draws = -(-(auto.check_every if auto else num_samples) // thinning)
     if keep_label_proba is None:   # under "auto" the length is not known in advance: the average only
         keep_label_proba = auto is None and num_chains * kept_draws * n * n_concepts <= _MAX_STORED_PROBA
     names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega", "accept_joint", "accept_Omega",
              "M_move_probability"]
-    names += ["alpha", "delta", "Omega"] if variant == "cvfs" else []
+    names += ["alpha", "delta", "Omega", "accept_column"] if variant == "cvfs" else []
     names += ["label_proba"] if keep_label_proba else []
     report = None
     with progress_callback(num_warmup + (auto.check_every if auto else num_samples), f"{variant} collapsed Gibbs",
@@ -458,6 +466,8 @@ def _to_idata(draws, variant, data, arrays, rb):
         stats["accept_delta_Omega"] = draws["accept_delta_Omega"]
         stats["accept_joint"] = draws["accept_joint"]
         stats["accept_Omega"] = draws["accept_Omega"]
+        if "accept_column" in draws:
+            stats["accept_column"] = draws["accept_column"]
         dims["accept_M"] = ["keyword"]
     coords = {"region": np.arange(arrays.X.shape[0]), "concept": [GARBAGE] + vocab, "keyword": vocab,
               "feature": [f"x{j}" for j in range(p)], "feature_bis": [f"x{j}" for j in range(p)]}
@@ -466,7 +476,7 @@ def _to_idata(draws, variant, data, arrays, rb):
                               attrs={"method": "collapsed_gibbs", "variant": variant})
     # which sites each acceptance rate is evidence about (zoo.core.convergence: a site that never moved is judged
     # by the acceptance of the moves that could have moved it)
-    for name in ("accept_M", "accept_joint"):
+    for name in ("accept_M", "accept_joint", "accept_column"):
         if name in stats:
             idata.sample_stats[name].attrs.update(sites="M n_relevant", kind="acceptance")
     if "M_move_probability" in stats:
@@ -547,7 +557,8 @@ def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, 
     return RegionLabelPrediction(proba, relevance, concepts, annotated)
 
 
-_KERNEL_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joint_moves", "omega_steps", "omega_dof")
+_KERNEL_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joint_moves", "omega_steps", "omega_dof",
+                   "column_moves")
 
 
 def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
