@@ -8,9 +8,9 @@ to enumerate or integrate numerically:
   the prior with the program-side likelihood;
 - ``joint_flip_relabel_step`` (an indicator and the labels it affects): (Y, M) frequencies against the enumerated
   posterior, FS and CVFS (non-uniform indicator weights, delta and Omega away from (0, I));
-- ``column_complement_step`` (CVFS: a feature's column of M complemented, delta and alpha integrated out, then
-  redrawn): exact draws of (M, delta, alpha) from enumeration x quadrature (alpha from its Beta-mixture conditional,
-  drawn here with numpy) stay exact after five moves.
+- ``column_flip_step`` (CVFS: a random set of a feature's keyword indicators flipped at once, delta and alpha
+  integrated out, then redrawn): exact draws of (M, delta, alpha) from enumeration x quadrature (alpha from its
+  Beta-mixture conditional, drawn here with numpy) stay exact after five moves.
 The full sweep with all of them is in the Geweke test of test_gustafson07_gibbs.py.
 """
 import itertools
@@ -24,10 +24,10 @@ from jax.scipy.stats import multivariate_normal
 
 from test_gustafson07_gibbs import (ALLOWED, IMAGE_INDEX, KEYWORDS, P, X_TINY, _batch_se, _enumerate_fs,
                                     _init_state, _problem, fast_jit)
-from zoo.inference.label_feature.columns import column_complement_step
+from zoo.inference.label_feature.columns import column_flip_step
 from zoo.inference.label_feature.flips import delta_collapsed_flip_step
 from zoo.inference.label_feature.joint import joint_flip_relabel_step
-from zoo.inference.label_feature.moves import omega_step
+from zoo.inference.label_feature.moves import background_marginal_refresh, omega_step
 from zoo.models.feature_selection import collapsed_log_density, concept_masks, coverage_ok
 
 Y_FIXED = np.array([1, 0, 2, 2])
@@ -121,7 +121,7 @@ def _alpha_posterior(s):
     return np.exp(logw - log_marginal[..., None]), a, b, log_marginal
 
 
-def test_column_complement_move_keeps_exact_draws_exact():
+def test_column_flip_move_keeps_exact_draws_exact():
     """Invariance of the column move alone (it cannot reach every M on its own, so it is started at the target):
     20,000 exact draws of (M, delta, alpha) | Y, Omega (M and delta from enumeration x a delta grid with each alpha_j
     integrated out, alpha_j | M_.j from its Beta mixture) go through five column moves each; M's frequencies, delta's
@@ -149,7 +149,7 @@ def test_column_complement_move_keeps_exact_draws_exact():
         def one(M, delta, alpha, key):
             state = base._replace(M=jnp.concatenate([jnp.zeros((1, P), bool), M]), delta=delta, alpha=alpha)
             def body(s, k):
-                s, acc = column_complement_step(problem, s, k)
+                s, acc = column_flip_step(problem, s, k)
                 return s, acc
             state, acc = jax.lax.scan(body, state, jax.random.split(key, 5))
             return state.M[1:], state.delta, state.alpha, acc.mean()
@@ -162,7 +162,7 @@ def test_column_complement_move_keeps_exact_draws_exact():
     freq = np.bincount([index[tuple(m)] for m in M.reshape(n, -1)], minlength=len(states)) / n
     assert _tv(freq, exact_m) < 0.03, np.round(freq - exact_m, 3)
     assert np.mean(np.any(M != M0, axis=(1, 2))) > 0.1 and 0.05 < acc.mean() < 0.95, acc.mean()
-    # delta given each frequent M (a move that kept delta from before the complement would be seen here)
+    # delta given each frequent M (a move that kept delta from before the flip would be seen here)
     weights = prob.reshape(len(states), -1)
     got = np.array([index[tuple(m)] for m in M.reshape(n, -1)])
     for i in np.flatnonzero(np.bincount(got, minlength=len(states)) >= 500):
@@ -179,6 +179,18 @@ def test_omega_step_targets_the_conditional_of_delta_and_omega():
     """Omega random walk (delta integrated out) + delta draw, every unit in concept 1 (M_1 = (1, 0)): chain
     averages of (delta, log diag Omega, corr) against importance sampling of the NIW prior with the program's
     collapsed likelihood (eq. 10 given delta, Omega)."""
+    _omega_chain_against_importance_sampling(refresh=False)
+
+
+def test_background_marginal_refresh_keeps_the_conditional_of_delta_and_omega():
+    """The same chain with ``background_marginal_refresh`` after each Omega step: feature x_0 is relevant to the
+    only concept with units, so (delta_0, Omega_00) is redrawn from its prior given the conditional of x_1 given
+    x_0; the averages must still match importance sampling (a rebuild that moved the conditional would be seen in
+    delta_1, Omega_11 and the correlation)."""
+    _omega_chain_against_importance_sampling(refresh=True)
+
+
+def _omega_chain_against_importance_sampling(refresh: bool):
     from scipy import stats
     rng = np.random.default_rng(0)
     n = 30
@@ -193,6 +205,8 @@ def test_omega_step_targets_the_conditional_of_delta_and_omega():
     def chain(state, keys):
         def body(s, k):
             s, acc = omega_step(problem, s, k)
+            if refresh:
+                s, _ = background_marginal_refresh(problem, s, jax.random.fold_in(k, 1))
             return s, (s.delta, s.Omega, acc)
         return jax.lax.scan(body, state, keys)[1]
 
