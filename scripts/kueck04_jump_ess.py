@@ -1,11 +1,13 @@
 """n_active's ESS per second on kueck04's ring, with and without the Z-collapsed jumps of gamma (issue 29).
 
     OMP_NUM_THREADS=1 python scripts/kueck04_jump_ess.py [--model constraint] [--warmup 1000] [--draws 1000]
-        [--jumps 0 3] [--fit-steps 12,3 0,5]
+        [--jumps 0 3] [--fit-steps 12,3 0,5] [--max-active 50 500] [--save draws.npz]
 
-Each setting (jump tries x the jumps' fit steps ``anchor,newton``, ``zoo.inference.mil.jump.FitSteps``) is one
-``zoo.fit`` of 4 chains in the same process (same data, seed 0). Sampling seconds are the fit's wall time less the
-driver's recorded compile time; ESS is ArviZ's bulk ESS over the 4 chains.
+Each setting (jump tries x the jumps' fit steps ``anchor,newton``, ``zoo.inference.mil.jump.FitSteps`` x the
+model's ``max_active``) is one ``zoo.fit`` of 4 chains in the same process (same data, seed 0). Sampling seconds
+are the fit's wall time less the driver's recorded compile time; ESS is ArviZ's bulk ESS over the 4 chains. Per
+fit it also prints n_active's right tail (quantiles, P(> 50), refused births) and whether its ESS is set by that
+tail: the (rank-based) bulk ESS of n_active censored at 20, and of the indicator of small sets (<= 5 kernels).
 """
 from __future__ import annotations
 
@@ -29,19 +31,26 @@ def main(argv=None) -> int:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--jumps", type=int, nargs="+", default=[0, 3])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-active", type=int, nargs="+", default=[50],
+                        help="the model's capacity of the active set (one fit per value; 50 is the default)")
+    parser.add_argument("--save", default=None,
+                        help="an .npz to write every fit's n_active and delta2 draws to (keys n_active_<i>, ...)")
     parser.add_argument("--fit-steps", nargs="+", default=[f"{FIT_STEPS.anchor},{FIT_STEPS.newton}"],
                         help="the jumps' Newton steps, anchor,newton (one fit per value and jump setting)")
     args = parser.parse_args(argv)
     data = zoo.load_dataset("kueck04_ring")
-    spec = zoo.model(f"kueck04.{args.model}")
-    print("jump_tries | fit steps | wall s | compile s | sampling s | n_active mean | r-hat | bulk ESS | tail ESS | "
-          "ESS / sampling s | ESS per chain-sweep | delta2 ESS | jump acc | gamma acc | swap acc", flush=True)
-    settings = [(jumps, FitSteps(*map(int, steps.split(",")))) for jumps in args.jumps for steps in args.fit_steps]
-    for jumps, steps in settings:
+    print("max_active | jump_tries | fit steps | wall s | compile s | sampling s | n_active mean | r-hat | bulk ESS | "
+          "tail ESS | ESS / sampling s | ESS per chain-sweep | delta2 ESS | jump acc | gamma acc | swap acc",
+          flush=True)
+    settings = [(cap, jumps, FitSteps(*map(int, steps.split(","))))
+                for cap in args.max_active for jumps in args.jumps for steps in args.fit_steps]
+    saved = {}
+    for i, (cap, jumps, steps) in enumerate(settings):
+        spec = zoo.model(f"kueck04.{args.model}", max_active=cap)
         paper.JUMP_FIT_STEPS = steps           # read by paper.mil_config (a static setting: compiled per value)
         start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             fit = zoo.fit(spec, data, seed=args.seed, num_chains=args.chains, num_warmup=args.warmup,
                           num_samples=args.draws, jump_tries=jumps, progress_bar=False)
         wall = time.perf_counter() - start
@@ -57,12 +66,28 @@ def main(argv=None) -> int:
         sweeps = args.chains * (args.warmup + args.draws)
         acc = {k: float(stats[k].mean()) if k in stats else float("nan")
                for k in ("jump_acceptance", "gamma_acceptance", "swap_acceptance")}
-        print(f"{jumps} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | "
+        print(f"{cap} | {jumps} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | "
               f"{float(n_active.mean()):.2f} | "
               f"{rhat:.3f} | {ess:.1f} | {tail:.1f} | {ess / sampling:.3f} | {ess / (args.chains * args.draws):.5f} | "
               f"{d2:.1f} | {acc['jump_acceptance']:.3f} | {acc['gamma_acceptance']:.3f} | "
               f"{acc['swap_acceptance']:.3f}", flush=True)
         print("   per-chain n_active means:", np.round(n_active.mean("draw").values, 2), flush=True)
+        # the right tail of n_active (issue 29: is the default max_active = 50 a truncation of the ring's posterior?)
+        quantiles = np.quantile(values, [0.5, 0.9, 0.99, 0.999])
+        print(f"   n_active quantiles 50/90/99/99.9 %: {quantiles}; P(> 20) {np.mean(values > 20):.4f}; "
+              f"P(> 50) {np.mean(values > 50):.4f}; max per chain {values.max(axis=1).astype(int)}; "
+              f"refused births {int(stats['capacity_hits'].sum())}", flush=True)
+        censored = float(az.ess(np.minimum(values, 20.0), method="bulk"))
+        small = float(az.ess((values <= 5).astype(float), method="bulk"))
+        print(f"   bulk ESS of min(n_active, 20) {censored:.1f}; of 1[n_active <= 5] {small:.1f} "
+              f"(P {np.mean(values <= 5):.3f})", flush=True)
+        for w in caught:
+            if "max_active" in str(w.message):
+                print("   warned:", w.message, flush=True)
+        saved.update({f"n_active_{i}": values, f"delta2_{i}": post["delta2"].values,
+                      f"setting_{i}": np.array([cap, jumps, steps.anchor, steps.newton, sampling])})
+    if args.save:
+        np.savez(args.save, **saved)
     return 0
 
 

@@ -82,7 +82,8 @@ def test_compile_time_is_measured():
 
 def test_overflowing_fit_is_an_error_naming_the_data():
     """Issue 17.8 with a real overflow: valid (finite) data at 1e160 make the MCVQ's squared errors overflow;
-    the registry's check names the data's scale. Same shapes as the MCVQ case above: its compiled EM is reused."""
+    the registry's check names the data's scale. Same shapes as the MCVQ case above, whose compiled EM it reuses
+    where that case runs (the extended tier); in the default suite it compiles the EM itself."""
     X = _two_class_matrix().matrix.values * 1e160
     with pytest.raises(NonFiniteResultError, match=r"ross03.mcvq.*non-finite.*the data's 'values' has values up "
                                                    r"to .*e\+160.*rescale"):

@@ -4,9 +4,10 @@
    p(gamma | delta2, obs) enumerated over the 16 sets (each set's evidence E_prior[p(obs | f)] by plain Monte
    Carlo over 400,000 prior draws of beta), and E[f | delta2, obs] with it.
 2. Joint distribution (Geweke's marginal-conditional form): program draws moved by the move alone (then Z | f, as
-   in the sweep) keep the program's joint law: the "jump" move of test_mil_moves.py's shared harness; the full
-   sweep with the move on is in test_kueck04_geweke.py.
+   in the sweep) keep the program's joint law: the "jump" move of test_mil_moves.py's shared harness (slow
+   tier); the full sweep with the move on is in test_kueck04_geweke.py (default suite).
 """
+import functools
 import itertools
 
 import jax
@@ -41,10 +42,12 @@ def _jump_problem():
     return psi, gram, data
 
 
-def _enumerated(psi, gram, data, delta2, n_prior=400_000, exclude_full=False):
-    """(masks (16, 4), p(gamma | delta2, obs) (16,), E[f | delta2, obs] (N,)) by Monte Carlo over the prior;
-    ``exclude_full``: conditioned on K < 4."""
+@functools.lru_cache(maxsize=None)
+def _evidence_terms(delta2, n_prior=400_000):
+    """(masks (16, 4), log p(gamma, obs | delta2) (16,), E[f | gamma, delta2, obs] (16, N)) of ``_jump_problem`` by
+    Monte Carlo over the prior; computed once per module (both capacities' tests use the same; ~5 CPU s each)."""
     from jax.scipy.special import betaln, logsumexp
+    psi, gram, data = _jump_problem()
     m = gram.shape[0]
     masks = np.array(list(itertools.product([0, 1], repeat=m)), np.int64)
     log_post, f_means = [], []
@@ -65,12 +68,20 @@ def _enumerated(psi, gram, data, delta2, n_prior=400_000, exclude_full=False):
         w = np.asarray(jnp.exp(ll - jnp.max(ll)))
         f_means.append((w[:, None] * np.asarray(f)).sum(0) / w.sum())
         log_post.append(log_prior + log_ev)
-    log_post = np.array(log_post)
+    return masks, np.array(log_post), np.array(f_means)
+
+
+def _enumerated(delta2, exclude_full=False):
+    """(masks (16, 4), p(gamma | delta2, obs) (16,), E[f | delta2, obs] (N,)); ``exclude_full``: conditioned on
+    K < 4."""
+    masks, log_post, f_means = _evidence_terms(delta2)
+    m = masks.shape[1]
+    log_post = log_post.copy()
     if exclude_full:
         log_post[masks.sum(1) == m] = -np.inf
     p = np.exp(log_post - log_post.max())
     p /= p.sum()
-    return masks, p, p @ np.array(f_means)
+    return masks, p, p @ f_means
 
 
 @pytest.mark.parametrize("jump_capacity", [4, 3])
@@ -80,7 +91,7 @@ def test_jump_move_matches_enumeration(jump_capacity):
     ``jump_capacity`` 3: the full set of 4 is out of the jumps' reach; the posterior restricted to the others."""
     psi, gram, data = _jump_problem()
     delta2 = 2.0
-    masks, exact, f_exact = _enumerated(psi, gram, data, delta2, exclude_full=jump_capacity < 4)
+    masks, exact, f_exact = _enumerated(delta2, exclude_full=jump_capacity < 4)
     assert exact.max() < 0.6           # a posterior spread over several sets: the move has to change them
     aset0 = active_set_from_mask(gram, jnp.zeros(4, bool), 4)
     d2 = jnp.asarray(delta2)

@@ -306,7 +306,7 @@ def reproduce(out_dir: pathlib.Path, fast: bool):
     report = PaperReport("kueck04", "Kueck (2004): Bayesian kernel models for multiple-instance learning, Ch. 5")
     n = 300 if fast else 2000
     report.notes.append(f"one chain per fit, {n} warm-up + {n} sweeps{' (--fast; full: 2000 + 2000)' if fast else ''}; "
-                        f"a fit whose active set reaches the default capacity (max_active = 50) is rerun with the "
+                        f"a fit whose active set reaches the capacity max_active = 50 is rerun with the "
                         f"capacity at the number of instances, so no reported fit is truncated")
 
     t0 = time.perf_counter()
