@@ -75,8 +75,9 @@ def kernel(spec: ModelSpec, data, method: str | None = None, **options) -> MCMCK
     Run it with ``numpyro.infer.MCMC(kernel, num_warmup=..., num_samples=..., num_chains=...)``; ``mcmc.run(key)``
     takes no model arguments (the data are in the kernel). ``options`` are the sampler's settings (kueck04:
     store_z, rescale, beta_move, laplace_tries; gustafson07: delta_omega_update, flip_scan, flips_per_sweep,
-    joint_moves, omega_steps, omega_dof; generic ``nuts``: target_accept_prob). Draws are the sampler's
-    positions with the shapes ``zoo.fit`` stores (kueck04: gamma (M,), beta (M,), delta2, n_active [, z (N,)];
+    joint_moves, omega_steps, omega_dof, column_moves, marginal_refresh; generic ``nuts``: target_accept_prob).
+    Draws are the sampler's positions with the shapes ``zoo.fit`` stores (kueck04: gamma (M,), beta (M,), delta2,
+    n_active [, z (N,)];
     gustafson07: Y (n,), M (p,) in FS and (K, p) in CVFS, ...). The sampler's per-step information is collected by
     its plain name: ``mcmc.run(key, extra_fields=("n_active",))`` (``"info.n_active"`` still works);
     ``summary(mcmc, spec)`` prints the model's headline sites, as ``fit.summary()`` does.

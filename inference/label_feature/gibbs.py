@@ -11,11 +11,18 @@ Target: eq. 10, pi(Y, M, alpha, delta, Omega | X, S) with every concept's (mu_k,
    the flip of an uncertain indicator is accepted well under 1 % of the time (its labels follow it), so with one
    random flip out of p per sweep the uncertain indicators stay frozen for thousands of sweeps; p flips cost about
    p evaluations of K+1 collapsed terms, small next to the label step. Measured: zoo bench cvfs.
+1b. ``column_flip_step`` (CVFS, ``problem.column_moves`` passes): for each feature, propose flipping a random set
+   of its column's keyword indicators at once, delta and alpha integrated out, then redraw both (not in the paper;
+   exact). Why: single flips pass between a column's distant modes only through intermediate states where Omega
+   must follow M (issue 29; ``zoo.inference.label_feature.columns``).
 2. ``label_step``: draw temporary (mu_k, Sigma_k) from eq. 8-9 given (Y, M), extend them to p dimensions with
    (delta, Omega), and update each Y_ij from its full conditional: eq. 1 restricted to S_i and to the coverage
    constraint given the image's other labels. The probabilities are returned: their average over sweeps is the
    Rao-Blackwellized Pr(Y_ij = y | data). Images are updated in parallel, the segments of an image in turn.
 3. ``alpha_step`` (CVFS): Gibbs from the Beta-mixture posterior of each alpha_j.
+3b. ``background_marginal_refresh`` (CVFS, ``problem.marginal_refresh``): an exact Gibbs draw of the background's
+   marginal (delta_S, Omega_SS) on the features S every labelled concept uses, which the data leave to the prior
+   (not in the paper; issue 29).
 4. ``delta_omega_step`` (CVFS): data augmentation of eq. 11 (x*_M ~ N(delta_M, Omega_MM), x*_{M^c} from eq. 11),
    conjugate NIW proposal from the completed x*, and a Metropolis-Hastings correction: because x*_{M^c} depends on
    Omega through eq. 11, the plain conjugate draw of the paper does not leave eq. 10 invariant (on a small test
@@ -41,18 +48,21 @@ import jax.numpy as jnp
 from zoo.inference.label_feature.collapsed_niw import (concept_niw_prior, gaussian_logpdf_masked, masked_cholesky,
                                          niw_log_predictive)
 from zoo.inference.driver import FAST_COMPILE_OPTIONS, Kernel, KernelMCMC, sample_chunked
+from zoo.inference.label_feature.columns import column_flip_step
 from zoo.inference.label_feature.flips import delta_collapsed_flip_step, feature_flip_step, single_flip_step
 from zoo.inference.label_feature.joint import joint_flip_relabel_step
-from zoo.inference.label_feature.moves import alpha_step, delta_omega_step, label_step, omega_step
+from zoo.inference.label_feature.moves import (alpha_step, background_marginal_refresh, delta_omega_step, label_step,
+                                               omega_step)
 from zoo.inference.label_feature.state import (BetaMixture, GibbsState, RegionProblem, SweepInfo, concept_masks_of,
                                                concept_suffstats, label_log_prior)
 from zoo.inference.linalg import cholesky
 
 # the moves and types are re-exported: ``zoo.inference.label_feature.gibbs`` is the sampler's one entry point
 __all__ = ["RegionProblem", "BetaMixture", "GibbsState", "SweepInfo", "concept_suffstats", "concept_masks_of",
-           "feature_flip_step", "delta_collapsed_flip_step", "joint_flip_relabel_step", "single_flip_step",
-           "label_step", "alpha_step", "omega_step", "delta_omega_step", "gibbs_step", "build_gibbs_kernel",
-           "init_chain", "init_state", "initial_labels", "collected", "collect_names", "Collect", "label_proba_sum",
+           "feature_flip_step", "delta_collapsed_flip_step", "column_flip_step", "joint_flip_relabel_step",
+           "single_flip_step", "label_step", "alpha_step", "omega_step", "background_marginal_refresh",
+           "delta_omega_step", "gibbs_step", "build_gibbs_kernel", "init_chain", "init_state", "initial_labels",
+           "collected", "collect_names", "Collect", "label_proba_sum",
            "LabelFeatureGibbs", "run_gibbs", "predictive_log_lik", "FAST_COMPILE_OPTIONS", "FAST_COMPILE_WORK",
            "VARIANTS"]
 
@@ -63,8 +73,20 @@ VARIANTS = ("full", "fs", "cvfs")
 def gibbs_step(key, state: GibbsState, problem: RegionProblem, variant: str) -> tuple[GibbsState, SweepInfo]:
     """One full sweep (steps 1-4). Index 0 of the key's split is the chain's next key (``driver.next_key``)."""
     _, k_m, k_y, k_a, k_d, k_o, k_j = jax.random.split(key, 7)
+    accept_c = jnp.asarray(0.0)
     if variant == "cvfs":
         state, accept_m, leave = delta_collapsed_flip_step(problem, state, k_m, with_move_probability=True)
+        # 1b. column flips (columns.py); their key is folded from step 1's, so FULL's and FS's streams keep
+        # the keys they had before the move existed
+        k_c = jax.random.fold_in(k_m, 1)
+
+        def column(t, carry):
+            s, acc, leave = carry
+            s, a, q = column_flip_step(problem, s, jax.random.fold_in(k_c, t), with_move_probability=True)
+            return s, acc + a, leave + q
+        n_column = jnp.asarray(problem.column_moves)
+        state, accept_c, leave = jax.lax.fori_loop(0, n_column, column, (state, accept_c, leave))
+        accept_c = accept_c / jnp.maximum(n_column, 1)
     else:
         state, accept_m, leave = feature_flip_step(problem, variant, state, k_m, with_move_probability=True)
     accept_j = jnp.asarray(1.0)
@@ -82,10 +104,15 @@ def gibbs_step(key, state: GibbsState, problem: RegionProblem, variant: str) -> 
     if variant == "cvfs":
         state, _ = alpha_step(problem, state, k_a)
         state, accept_o = omega_step(problem, state, k_o)
+        # 3b. the marginal the data leave to the prior (moves.py); key folded from the Omega step's
+        refreshed, _ = background_marginal_refresh(problem, state, jax.random.fold_in(k_o, 1))
+        state = jax.tree_util.tree_map(lambda a, b: jnp.where(jnp.asarray(problem.marginal_refresh), a, b),
+                                       refreshed, state)
         state, accept_do = delta_omega_step(problem, state, k_d)
     state = state._replace(warmup_left=jnp.maximum(state.warmup_left - 1, 0))
     return state, SweepInfo(accept_m, accept_do, jnp.asarray(accept_o, jnp.float64),
-                            jnp.asarray(accept_j, jnp.float64), jnp.asarray(leave, jnp.float64))
+                            jnp.asarray(accept_j, jnp.float64), jnp.asarray(leave, jnp.float64),
+                            jnp.asarray(accept_c, jnp.float64))
 
 
 def collected(state: GibbsState, variant: str, info: SweepInfo) -> dict:
@@ -95,7 +122,7 @@ def collected(state: GibbsState, variant: str, info: SweepInfo) -> dict:
     out = {"Y": state.Y, "M": state.M, "n_relevant": masks[1:].sum(-1), "label_proba": state.label_proba,
            "unit_loglik": state.unit_loglik}
     if variant == "cvfs":
-        out.update(alpha=state.alpha, delta=state.delta, Omega=state.Omega)
+        out.update(alpha=state.alpha, delta=state.delta, Omega=state.Omega, accept_column=info.accept_column)
     out.update(accept_M=info.accept_M, accept_delta_Omega=info.accept_delta_Omega, accept_Omega=info.accept_Omega,
                accept_joint=info.accept_joint, M_move_probability=info.move_probability_M)
     return out
@@ -105,6 +132,7 @@ def collect_names(variant: str) -> tuple:
     """The names ``collected`` gives for ``variant``."""
     names = ("Y", "M", "n_relevant", "label_proba", "unit_loglik")
     names += ("alpha", "delta", "Omega") if variant == "cvfs" else ()
+    names += ("accept_column",) if variant == "cvfs" else ()
     return names + ("accept_M", "accept_delta_Omega", "accept_Omega", "accept_joint", "M_move_probability")
 
 

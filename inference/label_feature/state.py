@@ -38,7 +38,10 @@ class RegionProblem(NamedTuple):
     joint_moves: joint moves of one indicator and the labels it affects per sweep (``joint_flip_relabel_step``);
     joint_pick_prior: the pseudo-acceptances a of the joint moves' indicator weights (accepted + a) / (tried + 1);
     garbage_log_weight: log w of the label prior Pr(Y_ij = y) proportional to w for y = 0 (garbage) and to 1 for
-    each other concept of S_i (0 = the paper's uniform prior over S_i, Sec. 3; ``label_log_prior``).
+    each other concept of S_i (0 = the paper's uniform prior over S_i, Sec. 3; ``label_log_prior``);
+    column_moves: passes per sweep of the CVFS column flips over the p features (``column_flip_step``;
+    0 = none); marginal_refresh: CVFS, redraw the background's marginal on the features every labelled concept uses
+    after the Omega steps (``background_marginal_refresh``).
     """
     X: jnp.ndarray
     allowed: jnp.ndarray
@@ -58,6 +61,8 @@ class RegionProblem(NamedTuple):
     joint_moves: jnp.ndarray = 0
     joint_pick_prior: jnp.ndarray = 0.1
     garbage_log_weight: jnp.ndarray = 0.0
+    column_moves: jnp.ndarray = 0
+    marginal_refresh: jnp.ndarray = False
 
 
 class GibbsState(NamedTuple):
@@ -84,8 +89,9 @@ class SweepInfo(NamedTuple):
     accept_delta_Omega: jnp.ndarray  # () 1 where the (delta, Omega) proposal was accepted (CVFS)
     accept_Omega: jnp.ndarray = 1.0  # () acceptance rate of the sweep's Omega random-walk steps (CVFS)
     accept_joint: jnp.ndarray = 1.0  # () acceptance rate of the sweep's joint (indicator, labels) moves
-    move_probability_M: jnp.ndarray = 0.0  # () the sweep's expected number of moves of M: the sum over its flips and
-    #                                        joint moves of each one's probability of changing M (min(1, ratio))
+    move_probability_M: jnp.ndarray = 0.0  # () the sweep's expected number of moves of M: the sum over its flips,
+    #                                        joint moves and column moves of each one's probability of changing M
+    accept_column: jnp.ndarray = 0.0  # () acceptance rate of the sweep's column flips of M (CVFS)
 
 
 def concept_suffstats(X, Y, n_concepts):

@@ -184,9 +184,10 @@ def test_switch_rate_diagnostics(sec6_fit):
 
 
 def test_sampler_records_its_probability_of_moving_M(sec6_fit):
-    """M_move_probability (per sweep: the sum over the sweep's flips and joint moves of each one's probability of
-    changing M) is the evidence ``fit.diagnose()`` reads for an M that never moved; its sum over the run must agree
-    with the number of moves the sampler accepted (each accepted move is a Bernoulli draw of that probability)."""
+    """M_move_probability (per sweep: the sum over the sweep's flips, joint moves and column moves of each one's
+    probability of changing M) is the evidence ``fit.diagnose()`` reads for an M that never moved; its sum over the
+    run must agree with the number of moves the sampler accepted (each accepted move is a Bernoulli draw of that
+    probability)."""
     _, fit = sec6_fit
     stats = fit.idata.sample_stats
     prob = stats["M_move_probability"].values
@@ -194,10 +195,12 @@ def test_sampler_records_its_probability_of_moving_M(sec6_fit):
     assert stats["M_move_probability"].attrs["sites"].split() == ["M", "n_relevant"]
     problem = fit.state["problem"]
     n_flips = int(np.maximum(problem.flips_per_sweep, 1)) * stats["accept_M"].sizes["keyword"]
-    n_moves = n_flips + int(problem.joint_moves)
+    n_columns = int(problem.column_moves) * fit.idata.posterior["M"].sizes["feature"]   # column flips
+    n_moves = n_flips + int(problem.joint_moves) + n_columns
     assert prob.shape == stats["accept_joint"].shape and np.all((prob >= 0) & (prob <= n_moves))
     accepted = (stats["accept_M"].values.sum(-1) * int(np.maximum(problem.flips_per_sweep, 1))
-                + stats["accept_joint"].values * int(problem.joint_moves))
+                + stats["accept_joint"].values * int(problem.joint_moves)
+                + (stats["accept_column"].values * n_columns if n_columns else 0.0))
     expected = prob.sum()
     assert expected > 1.0                 # this posterior's M moves: the check below has something to compare
     # sd of (accepted - expected) <= sqrt(expected) (a sum of Bernoulli draws of these probabilities)

@@ -206,10 +206,13 @@ def _successive_scan(problem, state, chain_key, X, keys):
 
 def _successive_chain(key, start, n_iter):
     # the default sweep: systematic scan cycling past p (P + 1 flips per sweep, delta integrated out), a joint
-    # (indicator, labels) move, Omega random-walk steps (delta integrated out), and the eq. 11 step
+    # (indicator, labels) move, Omega random-walk steps (delta integrated out), the refresh of the background's
+    # marginal on the features every labelled concept uses, and the eq. 11 step; and a pass of column flips (delta
+    # and alpha integrated out; an option, off by default)
     problem = _problem(start["X"])._replace(flips_per_sweep=jnp.asarray(P + 1), systematic_scan=jnp.asarray(True),
                                             joint_moves=jnp.asarray(1), omega_steps=jnp.asarray(2),
-                                            omega_dof=jnp.asarray(2.0 * 4 + P + 1))
+                                            omega_dof=jnp.asarray(2.0 * 4 + P + 1), column_moves=jnp.asarray(1),
+                                            marginal_refresh=jnp.asarray(True))
     state, chain_key = _init_chain(problem, variant="cvfs", key=key)
     state = state._replace(Y=jnp.asarray(start["Y"]), M=jnp.concatenate([jnp.zeros((1, P), bool),
                                                                           jnp.asarray(start["M"], bool)]),

@@ -7,7 +7,10 @@ to enumerate or integrate numerically:
 - ``omega_step`` (Omega random walk with delta integrated out, then delta redrawn) against importance sampling of
   the prior with the program-side likelihood;
 - ``joint_flip_relabel_step`` (an indicator and the labels it affects): (Y, M) frequencies against the enumerated
-  posterior, FS and CVFS (non-uniform indicator weights, delta and Omega away from (0, I)).
+  posterior, FS and CVFS (non-uniform indicator weights, delta and Omega away from (0, I));
+- ``column_flip_step`` (CVFS: a random set of a feature's keyword indicators flipped at once, delta and alpha
+  integrated out, then redrawn): exact draws of (M, delta, alpha) from enumeration x quadrature (alpha from its
+  Beta-mixture conditional, drawn here with numpy) stay exact after five moves.
 The full sweep with all of them is in the Geweke test of test_gustafson07_gibbs.py.
 """
 import itertools
@@ -21,9 +24,10 @@ from jax.scipy.stats import multivariate_normal
 
 from test_gustafson07_gibbs import (ALLOWED, IMAGE_INDEX, KEYWORDS, P, X_TINY, _batch_se, _enumerate_fs,
                                     _init_state, _problem, fast_jit)
+from zoo.inference.label_feature.columns import column_flip_step
 from zoo.inference.label_feature.flips import delta_collapsed_flip_step
 from zoo.inference.label_feature.joint import joint_flip_relabel_step
-from zoo.inference.label_feature.moves import omega_step
+from zoo.inference.label_feature.moves import background_marginal_refresh, omega_step
 from zoo.models.feature_selection import collapsed_log_density, concept_masks, coverage_ok
 
 Y_FIXED = np.array([1, 0, 2, 2])
@@ -41,14 +45,26 @@ def _m_states():
     return [np.array(s).reshape(2, P) for s in itertools.product([False, True], repeat=2 * P)]
 
 
-def _exact_m_delta(X, Y, alpha, Omega, half_width=7.0, n_grid=301):
+def _exact_m_delta(X, Y, alpha, Omega):
     """pi(M | Y, alpha, Omega) (16 values of the two keyword rows) and E(delta | Y, alpha, Omega): delta integrated
-    on a grid of +-half_width prior standard deviations with the program's collapsed density (delta held fixed)."""
+    on a grid of +-7 prior standard deviations with the program's collapsed density (delta held fixed)."""
+    states = _m_states()
+    prior_m = np.array([np.sum(np.where(M, np.log(alpha), np.log1p(-alpha))) for M in states])
+    _, logs, grid = _m_delta_log_weights(X, Y, Omega, prior_m)
+    w = np.exp(logs - logs.max())
+    prob_m = w.sum(1) / w.sum()
+    mean_delta = (w.sum(0) @ grid) / w.sum()
+    return states, prob_m, mean_delta
+
+
+def _m_delta_log_weights(X, Y, Omega, prior_m, half_width=7.0, n_grid=301):
+    """(states, log weights (16, grid points), grid (grid points, P)): log pi(M, delta | Y, Omega) up to a constant
+    on a grid of +-half_width prior standard deviations of delta, from the program's collapsed density (delta held
+    fixed) and the log prior ``prior_m`` of each M state (16,)."""
     sd = np.sqrt(np.diag(Omega) / KAPPA0)
     axes = [np.linspace(-half_width * s, half_width * s, n_grid) for s in sd]
     grid = jnp.asarray(np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, P))
     states = _m_states()
-    prior_m = np.array([np.sum(np.where(M, np.log(alpha), np.log1p(-alpha))) for M in states])
 
     @fast_jit
     def log_joint(M):
@@ -59,11 +75,8 @@ def _exact_m_delta(X, Y, alpha, Omega, half_width=7.0, n_grid=301):
                            + multivariate_normal.logpdf(d, jnp.zeros(P), jnp.asarray(Omega) / KAPPA0), grid,
                            batch_size=500)
 
-    logs = np.stack([np.asarray(log_joint(jnp.asarray(M))) for M in states]) + prior_m[:, None]
-    w = np.exp(logs - logs.max())
-    prob_m = w.sum(1) / w.sum()
-    mean_delta = (w.sum(0) @ np.asarray(grid)) / w.sum()
-    return states, prob_m, mean_delta
+    logs = np.stack([np.asarray(log_joint(jnp.asarray(M))) for M in states]) + np.asarray(prior_m)[:, None]
+    return states, logs, np.asarray(grid)
 
 
 @fast_jit
@@ -93,10 +106,91 @@ def test_delta_collapsed_flips_leave_the_enumerated_posterior_invariant():
     assert _tv(exact, np.full(len(states), 1 / len(states))) > 0.2
 
 
+# _problem's alpha prior: 0.5 Beta(1, 10) + 0.5 Beta(10, 1) (the paper's omega = 0.5, g = 10); K + 1 = 3 rows
+ALPHA_W, ALPHA_A, ALPHA_B, N_ROWS = np.array([0.5, 0.5]), np.array([1.0, 10.0]), np.array([10.0, 1.0]), 3
+
+
+def _alpha_posterior(s):
+    """Column sums s (...,) -> (component weights (..., 2), a (..., 2), b (..., 2)) of alpha_j | M, and log pi(M_.j)
+    with alpha_j integrated out (scipy's Beta functions, independent of the kernel's)."""
+    from scipy.special import betaln
+    s = np.asarray(s, float)[..., None]
+    a, b = ALPHA_A + s, ALPHA_B + N_ROWS - s
+    logw = np.log(ALPHA_W) + betaln(a, b) - betaln(ALPHA_A, ALPHA_B)
+    log_marginal = np.logaddexp.reduce(logw, axis=-1)
+    return np.exp(logw - log_marginal[..., None]), a, b, log_marginal
+
+
+def test_column_flip_move_keeps_exact_draws_exact():
+    """Invariance of the column move alone (it cannot reach every M on its own, so it is started at the target):
+    20,000 exact draws of (M, delta, alpha) | Y, Omega (M and delta from enumeration x a delta grid with each alpha_j
+    integrated out, alpha_j | M_.j from its Beta mixture) go through five column moves each; M's frequencies, delta's
+    mean given each frequent M and alpha's means still match the target, and the move did change M."""
+    states = _m_states()
+    prior_m = np.array([_alpha_posterior(M.sum(0))[3].sum() for M in states])
+    _, logs, grid = _m_delta_log_weights(X_TINY, Y_FIXED, OMEGA, prior_m)
+    prob = np.exp(logs - logs.max()).reshape(-1)
+    prob /= prob.sum()
+    rng = np.random.default_rng(4)
+    n = 20_000
+    pick = rng.choice(prob.size, size=n, p=prob)
+    m_index, g_index = np.divmod(pick, grid.shape[0])
+    M0 = np.stack([states[i] for i in m_index])                       # (n, 2, P) keyword rows
+    w, a, b, _ = _alpha_posterior(M0.sum(1))                           # (n, P, 2)
+    comp = (rng.uniform(size=w.shape[:-1]) < w[..., 1]).astype(int)
+    take = lambda v: np.take_along_axis(v, comp[..., None], -1)[..., 0]   # noqa: E731
+    alpha0 = np.clip(rng.beta(take(a), take(b)), 1e-12, 1 - 1e-12)
+    problem = _problem(X_TINY)
+    base = _init_state(problem, variant="cvfs", key=jax.random.PRNGKey(0))._replace(
+        Y=jnp.asarray(Y_FIXED), Omega=jnp.asarray(OMEGA))
+
+    @fast_jit
+    def moved(M, delta, alpha, keys):
+        def one(M, delta, alpha, key):
+            state = base._replace(M=jnp.concatenate([jnp.zeros((1, P), bool), M]), delta=delta, alpha=alpha)
+            def body(s, k):
+                s, acc = column_flip_step(problem, s, k)
+                return s, acc
+            state, acc = jax.lax.scan(body, state, jax.random.split(key, 5))
+            return state.M[1:], state.delta, state.alpha, acc.mean()
+        return jax.vmap(one)(M, delta, alpha, keys)
+
+    M, delta, alpha, acc = map(np.asarray, moved(jnp.asarray(M0), jnp.asarray(grid[g_index]), jnp.asarray(alpha0),
+                                                 jax.random.split(jax.random.PRNGKey(6), n)))
+    index = {tuple(S.reshape(-1)): i for i, S in enumerate(states)}
+    exact_m = prob.reshape(len(states), -1).sum(1)
+    freq = np.bincount([index[tuple(m)] for m in M.reshape(n, -1)], minlength=len(states)) / n
+    assert _tv(freq, exact_m) < 0.03, np.round(freq - exact_m, 3)
+    assert np.mean(np.any(M != M0, axis=(1, 2))) > 0.1 and 0.05 < acc.mean() < 0.95, acc.mean()
+    # delta given each frequent M (a move that kept delta from before the flip would be seen here)
+    weights = prob.reshape(len(states), -1)
+    got = np.array([index[tuple(m)] for m in M.reshape(n, -1)])
+    for i in np.flatnonzero(np.bincount(got, minlength=len(states)) >= 500):
+        mean_delta = weights[i] @ grid / weights[i].sum()
+        z = (delta[got == i].mean(0) - mean_delta) / (delta[got == i].std(0) / np.sqrt(np.sum(got == i)))
+        assert np.all(np.abs(z) < 4.5), (states[i], z)
+    w, a, b, _ = _alpha_posterior(np.stack(states).sum(1))             # (16, P, 2)
+    mean_alpha = exact_m @ (w * a / (a + b)).sum(-1)
+    z = (alpha.mean(0) - mean_alpha) / (alpha.std(0) / np.sqrt(n))
+    assert np.all(np.abs(z) < 4.5), z
+
+
 def test_omega_step_targets_the_conditional_of_delta_and_omega():
     """Omega random walk (delta integrated out) + delta draw, every unit in concept 1 (M_1 = (1, 0)): chain
     averages of (delta, log diag Omega, corr) against importance sampling of the NIW prior with the program's
     collapsed likelihood (eq. 10 given delta, Omega)."""
+    _omega_chain_against_importance_sampling(refresh=False)
+
+
+def test_background_marginal_refresh_keeps_the_conditional_of_delta_and_omega():
+    """The same chain with ``background_marginal_refresh`` after each Omega step: feature x_0 is relevant to the
+    only concept with units, so (delta_0, Omega_00) is redrawn from its prior given the conditional of x_1 given
+    x_0; the averages must still match importance sampling (a rebuild that moved the conditional would be seen in
+    delta_1, Omega_11 and the correlation)."""
+    _omega_chain_against_importance_sampling(refresh=True)
+
+
+def _omega_chain_against_importance_sampling(refresh: bool):
     from scipy import stats
     rng = np.random.default_rng(0)
     n = 30
@@ -111,6 +205,8 @@ def test_omega_step_targets_the_conditional_of_delta_and_omega():
     def chain(state, keys):
         def body(s, k):
             s, acc = omega_step(problem, s, k)
+            if refresh:
+                s, _ = background_marginal_refresh(problem, s, jax.random.fold_in(k, 1))
             return s, (s.delta, s.Omega, acc)
         return jax.lax.scan(body, state, keys)[1]
 

@@ -167,8 +167,10 @@ def _fs_exact(data: Callable) -> Callable:
 
 def _gustafson_samplers(model_id: str) -> dict:
     out = {"collapsed_gibbs": _gibbs_sampler(model_id),
+           # the paper's sweep has no joint moves, nor CVFS's column flips and marginal refresh (issue 29)
            "collapsed_gibbs (paper: 1 random flip, no joint moves)": _gibbs_sampler(model_id, flip_scan="random",
-                                                                                   joint_moves=0)}
+                                                                                   joint_moves=0, column_moves=0,
+                                                                                   marginal_refresh=False)}
     if model_id == "gustafson07.fs":
         out["NumPyro DiscreteHMCGibbs(NUTS)"] = fs_program_sampler("DiscreteHMCGibbs")
         out["NumPyro MixedHMC(HMC)"] = fs_program_sampler("MixedHMC")

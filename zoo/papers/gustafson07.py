@@ -201,14 +201,19 @@ def program_kwargs(spec, data) -> dict:
 
 def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, flips_per_sweep: int | None = None,
                    flip_scan: str = "systematic", joint_moves: int | None = None, omega_steps: int | None = None,
-                   omega_dof: float | None = None) -> RegionProblem:
+                   omega_dof: float | None = None, column_moves: int | None = None,
+                   marginal_refresh: bool | None = None) -> RegionProblem:
     """The sampler's RegionProblem for a spec and standardized arrays (FS: (delta, Omega) = sample mean and
     covariance, Sec. 4; CVFS: their starting values). flip_scan, flips_per_sweep, joint_moves, omega_steps,
-    omega_dof: see ``_collapsed_gibbs`` (None = the defaults there)."""
+    omega_dof, column_moves, marginal_refresh: see ``_collapsed_gibbs`` (None = the defaults there)."""
     flip_scan = one_of(flip_scan, "flip_scan", ("systematic", "random"))
     n_units = arrays.X.shape[0]
     joint_moves = JOINT_MOVES if joint_moves is None else joint_moves
     omega_steps = OMEGA_STEPS if omega_steps is None else omega_steps
+    column_moves = COLUMN_MOVES if column_moves is None else column_moves
+    marginal_refresh = MARGINAL_REFRESH if marginal_refresh is None else marginal_refresh
+    if not isinstance(marginal_refresh, (bool, np.bool_)):
+        raise ValueError(f"marginal_refresh: expected True or False, got {marginal_refresh!r}")
     omega_dof = 2.0 * n_units + arrays.X.shape[1] + 1.0 if omega_dof is None else omega_dof
     if (isinstance(omega_dof, bool) or not isinstance(omega_dof, (int, float, np.integer, np.floating))
             or not np.isfinite(omega_dof) or not omega_dof > arrays.X.shape[1] + 1):
@@ -230,19 +235,33 @@ def region_problem(spec, arrays: RegionArrays, exact_delta_omega: bool = True, f
         exact_delta_omega=jnp.asarray(bool(exact_delta_omega)), flips_per_sweep=jnp.asarray(int(flips_per_sweep)),
         systematic_scan=jnp.asarray(flip_scan == "systematic"), joint_moves=jnp.asarray(int(joint_moves)),
         omega_steps=jnp.asarray(int(omega_steps)), omega_dof=jnp.asarray(float(omega_dof)),
-        garbage_log_weight=jnp.asarray(np.log(garbage_weight_of(spec))))
+        garbage_log_weight=jnp.asarray(np.log(garbage_weight_of(spec))), column_moves=jnp.asarray(int(column_moves)),
+        marginal_refresh=jnp.asarray(bool(marginal_refresh)))
 
 
 _MAX_STORED_PROBA = 2.0e7   # label_proba draws are kept in the posterior up to this many numbers
 JOINT_MOVES = 2    # joint (indicator, labels) moves per sweep (FS, CVFS)
 OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)
+#: CVFS moves added in issue 29 (session 6), measured on the Sec. 6 data, 4 x (200 + 2,000), seeds 0 / 1 / 2, one
+#: process, OMP_NUM_THREADS=1 on a shared machine (sampling seconds after compilation): M's smallest bulk ESS, max r-hat
+#: - neither (before): 85.1 / 48.8 / 178.9, 1.043 / 1.071 / 1.024; 18.3 / 13.3 / 15.0 s
+#: - MARGINAL_REFRESH: 300.2 / 238.8 / 337.4, 1.026 / 1.027 / 1.007; 19.3 / 21.8 / 13.8 s
+#: - both (default): 426.7 / 516.4 / 377.6, 1.013 / 1.009 / 1.014; 14.1 / 19.4 / 18.2 s (n_relevant ESS 411 / 459
+#:   / 379, r-hat 1.011 / 1.010 / 1.017; alpha ESS 675-789, r-hat <= 1.008)
+#: MARGINAL_REFRESH: the background's marginal on the features every labelled concept uses (exact;
+#: ``zoo.inference.label_feature.moves.background_marginal_refresh``): without it, with feature 3 relevant to every
+#: concept, that marginal (Omega_33, delta_3) follows its prior through the Omega random walk, drifts (Omega_33 0.36
+#: against 0.86 elsewhere, one chain) and holds M there for hundreds of sweeps. COLUMN_MOVES: passes of column flips
+#: of M over the features (``zoo.inference.label_feature.columns``); alone they made M worse (37.8 / 22.1 / 31.4: they
+#: enter that trap more often), with the refresh they lift features 1-2 (ESS 300-600 -> 2,400-5,200).
+MARGINAL_REFRESH = True
+COLUMN_MOVES = 1
 #: default draws per chain by variant: CVFS's headline sites mix about half as fast per sweep (issue 29: at 2 x 1,000
-#: on the Sec. 6 data M and n_relevant had bulk ESS 54-60, alpha 129). Neither length passes there: at 4 x 2,000
-#: (seed 0) M's bulk ESS is 85.1 with chains stuck on elements the others move, and num_samples="auto" with a
-#: 1,200 s budget stopped after 38,750 sweeps per chain at ESS 261 (M r-hat 1.011; session 5, load ~8): about
-#: 0.0017 ESS per chain-sweep, ~60,000 sweeps per chain for ESS 400, beyond the default 300 s budget, so "auto" is
-#: not the default either. The default fit warns truly; its advice's length at the run's own rate (~9,500 per chain
-#: from 4 x 2,000) is short of that: the rate falls as longer runs show the slower switches of M (issue 29)
+#: on the Sec. 6 data M and n_relevant had bulk ESS 54-60, alpha 129). With the marginal refresh and the column flips
+#: (session 6, MARGINAL_REFRESH / COLUMN_MOVES above) the default 4 x (200 + 2,000) reaches M bulk ESS 378-516 over
+#: seeds 0-2 (85.1 / 48.8 / 178.9 before) with r-hat 1.009-1.014: seed 1 passes, seeds 0 and 2 still warn (truly) on
+#: M's r-hat (1.013, 1.014 >= 1.01) and seed 2 on its ESS; num_samples="auto" was not re-measured with them (before:
+#: 38,750 sweeps per chain in 1,200 s for ESS 261)
 DEFAULT_SAMPLES = {"full": 1000, "fs": 1000, "cvfs": 2000}
 
 
@@ -260,7 +279,9 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
                      num_samples: int | str | None = None, thinning: int = 1,
                      keep_label_proba: bool | None = None, delta_omega_update: str = "exact",
                      flip_scan: str = "systematic", flips_per_sweep: int | None = None, joint_moves: int | None = None,
-                     omega_steps: int | None = None, omega_dof: float | None = None, progress_bar: bool = True,
+                     omega_steps: int | None = None, omega_dof: float | None = None,
+                     column_moves: int | None = None, marginal_refresh: bool | None = None,
+                     progress_bar: bool = True,
                      chain_method: str = "sequential", target_ess: float | None = None,
                      time_budget: float | None = None) -> Fit:
     """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega)).
@@ -286,7 +307,14 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     omega_steps (CVFS; default OMEGA_STEPS = 5): Metropolis-Hastings steps of Omega with delta integrated out
     (inverse-Wishart random walk with omega_dof degrees of freedom, default 2 n + p + 1), each sweep; then delta
     from its Gaussian conditional. With the default, the CVFS flips of M also integrate delta out (not in the
-    paper; exact). Both because the eq. 11 step alone is accepted about 1 % of the time and froze M on Sec. 6."""
+    paper; exact). Both because the eq. 11 step alone is accepted about 1 % of the time and froze M on Sec. 6.
+    column_moves (CVFS; default COLUMN_MOVES = 1): passes per sweep over the features of a move that flips a random
+    set of the keyword concepts' indicators of one feature, delta and alpha integrated out (exact, not in the
+    paper; ``zoo.inference.label_feature.columns``; measured with the next one, see COLUMN_MOVES); 0 = none.
+    marginal_refresh (CVFS; default MARGINAL_REFRESH = True): after the Omega steps, an exact Gibbs draw of the
+    background's marginal (delta_S, Omega_SS) on the features S that every concept with units uses: the data hold
+    only conditionals given x_S there, so that block follows its prior, and the Omega random walk alone let it
+    drift for hundreds of sweeps on Sec. 6 (``zoo.inference.label_feature.moves.background_marginal_refresh``)."""
     # unknown option names: refused by the registry (listing these) before the runner starts
     delta_omega_update = one_of(delta_omega_update, "delta_omega_update", ("exact", "paper"))
     chain_method = check_chain_method(chain_method, "chain_method")
@@ -302,11 +330,13 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
         flips_per_sweep = positive_int(flips_per_sweep, "flips_per_sweep")
     joint_moves = None if joint_moves is None else nonnegative_int(joint_moves, "joint_moves")
     omega_steps = None if omega_steps is None else nonnegative_int(omega_steps, "omega_steps")
+    column_moves = None if column_moves is None else nonnegative_int(column_moves, "column_moves")
     data = _check_regions(data, variant)
     arrays = region_arrays(data)
     problem = region_problem(spec, arrays, exact_delta_omega=delta_omega_update == "exact",
                              flips_per_sweep=flips_per_sweep, flip_scan=flip_scan, joint_moves=joint_moves,
-                             omega_steps=omega_steps, omega_dof=omega_dof)
+                             omega_steps=omega_steps, omega_dof=omega_dof, column_moves=column_moves,
+                             marginal_refresh=marginal_refresh)
     n, n_concepts = arrays.allowed.shape
     kept_draws = -(-(auto.check_every if auto else num_samples) // thinning)
     if keep_label_proba is None:   # under "auto" the length is not known in advance: the average only
@@ -314,6 +344,7 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     names = ["Y", "M", "n_relevant", "unit_loglik", "accept_M", "accept_delta_Omega", "accept_joint", "accept_Omega",
              "M_move_probability"]
     names += ["alpha", "delta", "Omega"] if variant == "cvfs" else []
+    names += ["accept_column"] if variant == "cvfs" and int(problem.column_moves) > 0 else []
     names += ["label_proba"] if keep_label_proba else []
     report = None
     with progress_callback(num_warmup + (auto.check_every if auto else num_samples), f"{variant} collapsed Gibbs",
@@ -458,6 +489,8 @@ def _to_idata(draws, variant, data, arrays, rb):
         stats["accept_delta_Omega"] = draws["accept_delta_Omega"]
         stats["accept_joint"] = draws["accept_joint"]
         stats["accept_Omega"] = draws["accept_Omega"]
+        if "accept_column" in draws:
+            stats["accept_column"] = draws["accept_column"]
         dims["accept_M"] = ["keyword"]
     coords = {"region": np.arange(arrays.X.shape[0]), "concept": [GARBAGE] + vocab, "keyword": vocab,
               "feature": [f"x{j}" for j in range(p)], "feature_bis": [f"x{j}" for j in range(p)]}
@@ -466,7 +499,7 @@ def _to_idata(draws, variant, data, arrays, rb):
                               attrs={"method": "collapsed_gibbs", "variant": variant})
     # which sites each acceptance rate is evidence about (zoo.core.convergence: a site that never moved is judged
     # by the acceptance of the moves that could have moved it)
-    for name in ("accept_M", "accept_joint"):
+    for name in ("accept_M", "accept_joint", "accept_column"):
         if name in stats:
             idata.sample_stats[name].attrs.update(sites="M n_relevant", kind="acceptance")
     if "M_move_probability" in stats:
@@ -547,7 +580,8 @@ def predict_labels(fit: Fit, data: AnnotatedRegions, use_keywords: bool = True, 
     return RegionLabelPrediction(proba, relevance, concepts, annotated)
 
 
-_KERNEL_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joint_moves", "omega_steps", "omega_dof")
+_KERNEL_OPTIONS = ("delta_omega_update", "flip_scan", "flips_per_sweep", "joint_moves", "omega_steps", "omega_dof",
+                   "column_moves", "marginal_refresh")
 
 
 def mcmc_kernel(spec, data, method: str, options) -> ProgramKernel:
