@@ -59,7 +59,6 @@ def column_flip_step(problem: RegionProblem, state: GibbsState, key, with_move_p
     Omega_inv = cho_solve(L_omega, jnp.eye(p))
     logdet = 2.0 * jnp.sum(jnp.log(jnp.diagonal(L_omega)))
     prior = problem.delta_omega_prior
-    keyword_rows = jnp.arange(n_concepts) > 0
     k_perm, k_loop, k_delta, k_alpha = jax.random.split(key, 4)
     order = jax.random.permutation(k_perm, p)
     terms_of = jax.vmap(concept_delta_terms, in_axes=(None, 0, 0, 0, 0, None, None, None))
