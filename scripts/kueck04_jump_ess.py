@@ -33,7 +33,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jumps", type=int, nargs="+", default=[0, 3])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-active", type=int, nargs="+", default=[50],
-                        help="the model's capacity of the active set (one fit per value; 50 is the default)")
+                        help="the model's capacity of the active set (one fit per value; this script's default 50 "
+                             "is the model's old default; the model's own is kueck04.MAX_ACTIVE = 100)")
     parser.add_argument("--neighbour-swaps", type=int, nargs="+", default=[0], choices=[0, 1],
                         help="1: the jumps' swaps propose a neighbour of the kernel leaving (one fit per value)")
     parser.add_argument("--save", default=None,
