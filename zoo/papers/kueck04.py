@@ -196,9 +196,9 @@ JUMP_FIT_STEPS = FIT_STEPS
 JUMP_NEIGHBOUR_SWAPS = False
 #: the jumps' births and swaps propose the kernels of largest data-fit gain (``zoo.inference.mil.jump``, informed;
 #: mixed half and half with the uniform proposal); off: uniform. Off by default (issue 29, session 7, same runs,
-#: seeds 2 and 3): n_active bulk ESS 97.1 / 82.4 against 95.5 / 89.7, delta2's 228 / 83 against 639 / 582, the top
-#: kernels' indicators mixing worse (seed 3: median bulk ESS 29 against 70, max r-hat 1.37 against 1.11), the same
-#: seconds per sweep: no gain
+#: seeds 0, 2, 3): n_active bulk ESS 75.2 / 97.1 / 82.4 against 56.4 / 95.5 / 89.7 (means 84.9 against 80.5),
+#: delta2's 224 / 228 / 83 against 278 / 639 / 582, the top kernels' indicators mixing worse (max r-hat 1.37 against
+#: 1.13 at seed 0, 1.37 against 1.11 at seed 3), the same seconds per sweep: no real gain, delta2 worse
 JUMP_INFORMED = False
 
 
