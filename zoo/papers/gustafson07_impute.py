@@ -33,7 +33,7 @@ MAX_STORED = 2.0e7
 #: Up to this many draws x units, the replicated features of FS / CVFS are computed by a program compiled without
 #: XLA's backend optimization (``FAST_COMPILE_OPTIONS``): a short fit's pass is mostly its compile, which this cuts
 #: by 40 %, while the slower code costs less than that up to here (compile + run, one CPU: CVFS 800 draws x 120 units
-#: 6.4 -> 3.7 s, the run alone 0.2 -> 0.7 s; FS 800 x 300: 6.1 -> 4.0 s, run 0.5 -> 1.4 s; break-even near 800,000;
+#: 6.4 -> 3.7 s, the run alone 0.2 -> 0.7 s; FS 800 x 300: 6.1 -> 4.0 s, run 0.5 -> 1.4 s; break-even 500,000-800,000;
 #: issue 35). Only there: FULL's parameters and lp are recorded in the golden draws, which the option moves in the
 #: last bits; the replicated features are not.
 FAST_COMPILE_DRAW_UNITS = 400_000
