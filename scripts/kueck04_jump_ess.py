@@ -1,11 +1,13 @@
 """n_active's ESS per second on kueck04's ring, with and without the Z-collapsed jumps of gamma (issue 29).
 
     OMP_NUM_THREADS=1 python scripts/kueck04_jump_ess.py [--model constraint] [--warmup 1000] [--draws 1000]
-        [--jumps 0 3] [--fit-steps 12,3 0,5] [--max-active 50 500] [--neighbour-swaps 0 1] [--save draws.npz]
+        [--jumps 0 3] [--fit-steps 12,3 0,5] [--max-active 50 500] [--neighbour-swaps 0 1] [--informed 0 1]
+        [--seed 0 1 2 3] [--save draws.npz]
 
 Each setting (jump tries x the jumps' fit steps ``anchor,newton``, ``zoo.inference.mil.jump.FitSteps`` x the
-model's ``max_active`` x whether the jumps' swaps propose neighbours, ``kueck04.JUMP_NEIGHBOUR_SWAPS``) is one
-``zoo.fit`` of 4 chains in the same process (same data, seed 0). Sampling seconds are the fit's wall time less
+model's ``max_active`` x whether the jumps' swaps propose neighbours, ``kueck04.JUMP_NEIGHBOUR_SWAPS``, x whether
+their births and swaps propose by data-fit gain, ``kueck04.JUMP_INFORMED``) is one ``zoo.fit`` of 4 chains per
+seed in the same process (same data). Sampling seconds are the fit's wall time less
 the driver's recorded compile time; ESS is ArviZ's bulk ESS over the 4 chains. Per fit it also prints
 n_active's right tail (quantiles, P(> 50), refused births) and whether its ESS is set by that tail: the
 (rank-based) bulk ESS of n_active censored at 20, and of the indicator of small sets (<= 5 kernels).
@@ -31,12 +33,16 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--jumps", type=int, nargs="+", default=[0, 3])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, nargs="+", default=[0],
+                        help="one fit per seed and setting; seeds outermost, so load drift hits every setting alike")
     parser.add_argument("--max-active", type=int, nargs="+", default=[50],
                         help="the model's capacity of the active set (one fit per value; this script's default 50 "
                              "is the model's old default; the model's own is kueck04.MAX_ACTIVE = 100)")
     parser.add_argument("--neighbour-swaps", type=int, nargs="+", default=[0], choices=[0, 1],
                         help="1: the jumps' swaps propose a neighbour of the kernel leaving (one fit per value)")
+    parser.add_argument("--informed", type=int, nargs="+", default=[0], choices=[0, 1],
+                        help="1: the jumps' births and swaps propose by data-fit gain (one fit per value; not with "
+                             "--neighbour-swaps 1)")
     parser.add_argument("--save", default=None,
                         help="an .npz to write every fit's n_active and delta2 draws to (keys n_active_<i>, ...)")
     parser.add_argument("--fit-steps", nargs="+", default=[f"{FIT_STEPS.anchor},{FIT_STEPS.newton}"],
@@ -46,18 +52,19 @@ def main(argv=None) -> int:
     print("max_active | jump_tries | fit steps | wall s | compile s | sampling s | n_active mean | r-hat | bulk ESS | "
           "tail ESS | ESS / sampling s | ESS per chain-sweep | delta2 ESS | jump acc | gamma acc | swap acc",
           flush=True)
-    settings = [(cap, jumps, FitSteps(*map(int, steps.split(","))), near)
-                for cap in args.max_active for jumps in args.jumps for steps in args.fit_steps
-                for near in args.neighbour_swaps]
+    settings = [(seed, cap, jumps, FitSteps(*map(int, steps.split(","))), near, informed)
+                for seed in args.seed for cap in args.max_active for jumps in args.jumps for steps in args.fit_steps
+                for near in args.neighbour_swaps for informed in args.informed if not (near and informed)]
     saved = {}
-    for i, (cap, jumps, steps, near) in enumerate(settings):
+    for i, (seed, cap, jumps, steps, near, informed) in enumerate(settings):
         spec = zoo.model(f"kueck04.{args.model}", max_active=cap)
         paper.JUMP_FIT_STEPS = steps           # read by paper.mil_config (a static setting: compiled per value)
         paper.JUMP_NEIGHBOUR_SWAPS = bool(near)
+        paper.JUMP_INFORMED = bool(informed)
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fit = zoo.fit(spec, data, seed=args.seed, num_chains=args.chains, num_warmup=args.warmup,
+            fit = zoo.fit(spec, data, seed=seed, num_chains=args.chains, num_warmup=args.warmup,
                           num_samples=args.draws, jump_tries=jumps, progress_bar=False)
         wall = time.perf_counter() - start
         compile_s = float(fit.provenance.get("zoo_compile_seconds", np.nan))
@@ -72,7 +79,7 @@ def main(argv=None) -> int:
         sweeps = args.chains * (args.warmup + args.draws)
         acc = {k: float(stats[k].mean()) if k in stats else float("nan")
                for k in ("jump_acceptance", "gamma_acceptance", "swap_acceptance")}
-        label = f"{jumps}{' (neighbour swaps)' if near else ''}"
+        label = f"{jumps}{' (neighbour swaps)' if near else ''}{' (informed)' if informed else ''} seed {seed}"
         print(f"{cap} | {label} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | "
               f"{float(n_active.mean()):.2f} | "
               f"{rhat:.3f} | {ess:.1f} | {tail:.1f} | {ess / sampling:.3f} | {ess / (args.chains * args.draws):.5f} | "
@@ -92,7 +99,8 @@ def main(argv=None) -> int:
             if "max_active" in str(w.message):
                 print("   warned:", w.message, flush=True)
         saved.update({f"n_active_{i}": values, f"delta2_{i}": post["delta2"].values,
-                      f"setting_{i}": np.array([cap, jumps, steps.anchor, steps.newton, sampling, near])})
+                      f"setting_{i}": np.array([cap, jumps, steps.anchor, steps.newton, sampling, near, seed,
+                                                       informed])})
     if args.save:
         np.savez(args.save, **saved)
     return 0

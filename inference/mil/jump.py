@@ -40,6 +40,23 @@ basis functions plus a floor) instead of uniformly; r of a swap is then S_i / S'
 kernels of the proposed set, ``swap.swap_move``'s ratio). Why (issue 29, session 6): on the ring the chains keep
 their own near-equivalent configurations of neighbouring kernels, and a uniform j is rarely a neighbour.
 
+``informed`` (``MILConfig.jump_informed``; off by default) draws a birth's new kernel, and a swap's, from the
+kernels whose data-fit gain is largest instead of uniformly: at a base predictor f_0 (a birth: the current f =
+Psi_a beta; a swap: f less the leaving kernel's term, f - beta_p psi_i) each inactive kernel j gets the gain of
+adding it alone with its coefficient integrated out, the one-coefficient Laplace approximation
+
+    G_j = (psi_j' g)^2 / (2 (psi_j' W psi_j + A_jj / delta2)) - log(1 + delta2 psi_j' W psi_j / A_jj) / 2,
+
+g and W the score and expected curvature of log p(obs | f) at f_0 (``collapsed_beta._score_and_curvature``), and
+
+    q(j | state) = (1 - EPS) exp(G_j / 2) / sum_k exp(G_k / 2) + EPS / (number of inactive kernels),
+
+the sum over the inactive kernels (a locally balanced proposal: the square root of the approximate posterior
+ratio, mixed with the uniform one so every kernel stays proposable). The reverse proposal is evaluated at the
+proposed state (for a swap at f' less the new kernel's term), so r becomes q_rev / q_fwd: a birth 1/(K + 1) /
+q(j | x), a death K q(i | x'), a swap q(i | x' - j) / q(j | x - i). Any such state-dependent choice keeps the move
+exact (it is evaluated where it is made). Why (issue 29, session 7): a uniform j is rarely one that fits.
+
 The fits are computed on the first ``jump_capacity`` slots only (J; a jump to or from a set of more than J
 kernels is refused, the same rule both ways, so the move stays exact): O(N J^2 + J^3) per Newton step instead of
 O(N K_max^2 + K_max^3). Cost per try: ``fit_steps.anchor + fit_steps.newton`` Newton steps (``FitSteps``) and one
@@ -53,17 +70,22 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.scipy.special import betaln
+from jax.scipy.special import betaln, logsumexp
 
 from zoo.inference.linalg import (ActiveSet, apply_birth, apply_death, birth_terms, cholesky_lower,
                                   solve_lower_transpose)
 from zoo.inference.mil.collapsed_beta import (ANCHOR_STEPS, NEWTON_STEPS, CollapsedData, LaplaceFit, _newton,
-                                              collapsed_group_log_likelihood, laplace_fit)
+                                              _score_and_curvature, collapsed_group_log_likelihood, laplace_fit)
 from zoo.inference.mil.swap import swap_weights
 
-__all__ = ["jump_move", "jump_log_target", "set_fit", "FitSteps", "FIT_STEPS", "BIRTH", "DEATH", "SWAP"]
+__all__ = ["jump_move", "jump_log_target", "set_fit", "gain_log_weights", "informed_log_q", "FitSteps", "FIT_STEPS",
+           "BIRTH", "DEATH", "SWAP", "INFORMED_UNIFORM_SHARE"]
 
 BIRTH, DEATH, SWAP = 0, 1, 2
+
+#: EPS of the informed proposals (module docstring): the uniform proposal's share, so that a kernel the gain
+#: ranks low can still be proposed and the reverse of an unlikely proposal is not vanishingly rare
+INFORMED_UNIFORM_SHARE = 0.5
 
 
 def jump_log_target(beta, k, gram_a, mask, loglik, delta2, prior_a, prior_b, m) -> jnp.ndarray:
@@ -131,12 +153,40 @@ def _standard_normal_log_density(u):
     return -0.5 * u * u - 0.5 * jnp.log(2.0 * jnp.pi)
 
 
+def _basis_matrix(psi_t, m: int) -> jnp.ndarray:
+    """(M, N) Psi': stored, or formed from a row function (rows on demand: O(M N) per call)."""
+    return jax.vmap(psi_t)(jnp.arange(m)) if callable(psi_t) else psi_t
+
+
+def gain_log_weights(f0, psi, gram, data: CollapsedData, delta2) -> jnp.ndarray:
+    """(M,) G_j / 2 at the base predictor f0 (N,): half the one-coefficient Laplace log evidence gain of adding
+    kernel j (module docstring); psi (M, N) = Psi', gram (M, M)."""
+    g, w = _score_and_curvature(f0, data)
+    score = psi @ g
+    info = (psi * psi) @ w
+    prior_precision = jnp.diagonal(gram) / delta2
+    gain = 0.5 * score * score / (info + prior_precision) - 0.5 * jnp.log1p(info / prior_precision)
+    return 0.5 * gain
+
+
+def informed_log_q(log_w, inactive) -> jnp.ndarray:
+    """(M,) log q(j) = log[(1 - EPS) w_j / sum_inactive w + EPS / n_inactive] on the inactive kernels, -inf on the
+    others; log_w (M,) the log weights (``gain_log_weights``), inactive (M,) bool."""
+    n = jnp.maximum(jnp.sum(inactive), 1).astype(log_w.dtype)
+    masked = jnp.where(inactive, jnp.where(jnp.isfinite(log_w), log_w, -jnp.inf), -jnp.inf)
+    log_p = masked - logsumexp(masked)
+    mixed = jnp.logaddexp(jnp.log1p(-INFORMED_UNIFORM_SHARE) + log_p, jnp.log(INFORMED_UNIFORM_SHARE) - jnp.log(n))
+    return jnp.where(inactive, mixed, -jnp.inf)
+
+
 class JumpProposal(NamedTuple):
     """A proposed jump waiting for the Laplace fit of its set (the next scan step computes it)."""
     aset: ActiveSet            # the proposed ordered set (before the first try: the current set itself)
     e: jnp.ndarray             # (J,) standardized coordinates e' of the proposed beta, zeros on unused slots
     log_extra: jnp.ndarray     # () log N(u)^(-1 birth, +1 death) + log r(gamma, gamma'); -inf: impossible
     accept_key: jax.Array
+    kind: jnp.ndarray          # () BIRTH / DEATH / SWAP (informed: which reverse proposal the fit step adds)
+    leaving: jnp.ndarray       # () the kernel i leaving (a death or swap); informed: its reverse proposal
 
 
 class JumpChain(NamedTuple):
@@ -151,12 +201,14 @@ class JumpChain(NamedTuple):
 
 
 def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, width: int, min_pivot,
-             neighbour_swaps: bool = False) -> JumpProposal:
+             neighbour_swaps: bool = False, informed=None) -> JumpProposal:
     """A birth / death / swap of the current (set, beta) as in the module docstring, up to the proposed set's fit:
     the proposed ordered set, e' (from the current fit's standardized coordinates, slot p moved last) and the log
     of the factors that do not need the new fit (N(u)^(-+1) and the gamma proposal ratio r; -inf when the kind is
     impossible here). beta (J,), fit: the current set's; gram (M, M); eligible (M,) bool; m: the number of
-    eligible basis functions; width J; neighbour_swaps: a swap's j from the neighbours of the kernel leaving."""
+    eligible basis functions; width J; neighbour_swaps: a swap's j from the neighbours of the kernel leaving;
+    informed: None, or (psi (M, N), data, delta2): births' and swaps' j from ``informed_log_q`` (the fit step adds
+    the reverse proposal's log q)."""
     dtype = gram.dtype
     capacity = aset.members.shape[0]
     idx = jnp.arange(width)
@@ -187,6 +239,18 @@ def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, wid
     # r(gamma, gamma'): q(gamma | gamma') / q(gamma' | gamma), the 1/3 of the kind cancelling
     log_r = jnp.where(kind == BIRTH, jnp.log(n_inactive) - jnp.log(k + 1.0),
                       jnp.where(kind == DEATH, jnp.log(k) - jnp.log(m - k + 1.0), log_r_swap))
+    if informed is not None:
+        # j from the gains at f (a birth) or at f less the leaving kernel's term (a swap); only the forward half of
+        # r here (a birth's reverse death 1/(K + 1); a death's forward choice 1/K), the fit step adds log q_rev
+        psi, data, delta2 = informed
+        rows, _, _ = _sliced(aset, psi, gram, width)
+        i = aset.members[slot]
+        f0 = beta @ rows - jnp.where(kind == SWAP, beta[jnp.minimum(slot, width - 1)], 0.0) * psi[i]
+        log_q = informed_log_q(gain_log_weights(f0, psi, gram, data, delta2), inactive)
+        j_informed = jax.random.categorical(k_j, log_q)
+        j = jnp.where(kind == DEATH, j, j_informed)
+        log_r = jnp.where(kind == BIRTH, -jnp.log(k + 1.0) - log_q[j],
+                          jnp.where(kind == DEATH, jnp.log(k), -log_q[j]))
     # standardized coordinates of the current beta, slot p moved last (a birth removes nothing: p = K)
     last = jnp.maximum(count - 1, 0)
     p = jnp.where(kind == BIRTH, last, slot)
@@ -203,13 +267,13 @@ def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, wid
     new = _proposed_set(aset, gram, kind, slot, j, min_pivot)
     e_new = jnp.where(idx < new.count, e_new, 0.0)
     return JumpProposal(aset=new, e=e_new, log_extra=jnp.where(possible, log_u + log_r, -jnp.inf),
-                        accept_key=k_acc)
+                        accept_key=k_acc, kind=kind.astype(jnp.int32), leaving=aset.members[slot])
 
 
 def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2: jnp.ndarray, gram: jnp.ndarray,
               psi_t, data: CollapsedData, prior_a, prior_b, alpha0, beta0, tries: int, min_pivot,
               basis_mask=None, jump_capacity: int = 20, fit_steps: FitSteps = FIT_STEPS,
-              neighbour_swaps: bool = False):
+              neighbour_swaps: bool = False, informed: bool = False):
     """``tries`` Z-collapsed birth / death / swap proposals of gamma with beta mapped between the sets' Laplace
     fits (module docstring), at fixed delta2.
 
@@ -217,8 +281,9 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
     function j -> row; data: the collapsed likelihood's groups; prior_a, prior_b: Beta prior of tau; alpha0,
     beta0: IG shape of delta2 for the fits' anchors; basis_mask (M,) bool or None: only True centres are basis
     functions; jump_capacity J: the largest set a jump may start from or reach; fit_steps: the fits' Newton
-    steps (``FitSteps``); neighbour_swaps: a swap's new kernel from the neighbours of the one leaving (module
-    docstring). Returns (aset, beta_active, number of accepted tries).
+    steps (``FitSteps``); neighbour_swaps: a swap's new kernel from the neighbours of the one leaving; informed:
+    a birth's and a swap's new kernel from the largest data-fit gains (both: module docstring; not together).
+    Returns (aset, beta_active, number of accepted tries).
 
     One scan of ``tries + 1`` steps, each computing one Laplace fit (so the fit is traced and compiled once, not
     once for the current set and once for the proposals): step 0 fits the current set, step t >= 1 fits the
@@ -226,11 +291,26 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
     (the last step's proposal is never decided). The random stream is that of a loop over the tries."""
     if tries < 1:
         return aset, beta_active, jnp.zeros((), jnp.int32)
+    if neighbour_swaps and informed:
+        raise ValueError("jump_neighbour_swaps / jump_informed: choose one proposal of a swap's new kernel, not both")
     dtype = gram.dtype
     width = min(int(jump_capacity), aset.members.shape[0])
     eligible = jnp.ones(gram.shape[0], bool) if basis_mask is None else basis_mask
     m = jnp.sum(eligible).astype(dtype)
     fit_of = lambda a, rows, gram_a: set_fit(a, rows, gram_a, data, delta2, alpha0, beta0, fit_steps)[0]  # noqa: E731
+    psi = _basis_matrix(psi_t, gram.shape[0]) if informed else None
+    proposal_terms = (psi, data, delta2) if informed else None
+
+    def reverse_log_q(pending: JumpProposal, beta_new, rows):
+        """log q_rev of the informed proposals at the proposed state: a death's reverse birth of i at f', a swap's
+        reverse swap of i at f' less the new kernel's term (slot K' - 1); 0 for a birth (its reverse death is
+        uniform, in log_extra)."""
+        last = jnp.clip(pending.aset.count - 1, 0, width - 1)
+        j_new = pending.aset.members[last]
+        f0 = beta_new @ rows - jnp.where(pending.kind == SWAP, beta_new[last], 0.0) * psi[j_new]
+        inactive = (pending.aset.slot_of < 0) & eligible
+        log_q = informed_log_q(gain_log_weights(f0, psi, gram, data, delta2), inactive)
+        return jnp.where(pending.kind == BIRTH, 0.0, log_q[pending.leaving])
 
     def step(chain: JumpChain, xs):
         key, first = xs
@@ -244,6 +324,8 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
         proposed = jump_log_target(beta_new, pending.aset.count.astype(dtype), gram_a, mask, loglik_new, delta2,
                                    prior_a, prior_b, m)
         log_ratio = proposed - chain.log_target + chain.fit.log_det_half - fit_new.log_det_half + pending.log_extra
+        if informed:
+            log_ratio = log_ratio + jnp.where(first, 0.0, reverse_log_q(pending, beta_new, rows))
         # a NaN ratio (an overflowed proposal) is a rejection
         log_uniform = jnp.log(jax.random.uniform(pending.accept_key, dtype=dtype))
         take = ~first & (log_uniform < jnp.where(jnp.isnan(log_ratio), -jnp.inf, log_ratio))
@@ -254,7 +336,7 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
         return JumpChain(aset=aset_now, beta=beta_now, log_target=jnp.where(renew, proposed, chain.log_target),
                          fit=fit_now, accepted=chain.accepted + take.astype(jnp.int32),
                          pending=_propose(key, aset_now, beta_now, fit_now, gram, eligible, m, width, min_pivot,
-                                          neighbour_swaps)), None
+                                          neighbour_swaps, proposal_terms)), None
 
     beta_j = beta_active[:width]
     blank_fit = LaplaceFit(mean=jnp.zeros(width, dtype), chol=jnp.eye(width, dtype=dtype),
@@ -263,7 +345,8 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
     start = JumpChain(aset=aset, beta=beta_j, log_target=jnp.zeros((), dtype), fit=blank_fit,
                       accepted=jnp.zeros((), jnp.int32),
                       pending=JumpProposal(aset=aset, e=jnp.zeros(width, dtype), log_extra=jnp.zeros((), dtype),
-                                           accept_key=keys[0]))
+                                           accept_key=keys[0], kind=jnp.asarray(BIRTH, jnp.int32),
+                                           leaving=aset.members[0]))
     # the last step's proposal is never decided: it reuses try 0's key (any key would do)
     xs = (jnp.concatenate([keys, keys[:1]]), jnp.arange(tries + 1) == 0)
     end, _ = lax.scan(step, start, xs)

@@ -191,6 +191,9 @@ JUMP_FIT_STEPS = FIT_STEPS
 #: 4 x (1,000 + 1,000)): n_active bulk ESS 77.9 against 56.4 at seed 0 but 68.7 against 167.4 at seed 1 (delta2's
 #: 706 / 278 and 609 / 518): no evidence of better mixing of n_active, whose ESS varies ~3x between seeds
 JUMP_NEIGHBOUR_SWAPS = False
+#: the jumps' births and swaps propose the kernels of largest data-fit gain (``zoo.inference.mil.jump``, informed;
+#: mixed half and half with the uniform proposal); off: uniform. (issue 29, session 7: measured below)
+JUMP_INFORMED = False
 
 
 def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool = False) -> MILConfig:
@@ -200,6 +203,7 @@ def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool 
     config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z,
                        delta2_log_prob=_prior_settings(spec)[1], jump_tries=JUMP_TRIES,
                        jump_fit_steps=JUMP_FIT_STEPS, jump_neighbour_swaps=JUMP_NEIGHBOUR_SWAPS,
+                       jump_informed=JUMP_INFORMED,
                        row_function=KERNELS[spec.options["kernel"]] if prep.psi is None else None)
     # the Z-collapsed scale move and jumps need the exact Z | f draw after them (``mil_gibbs.mil_step``)
     return config if z_sampler == "exact" else config._replace(scale_tries=0, jump_tries=0)
