@@ -5,7 +5,9 @@ to enumerate or integrate numerically:
   (M_1, M_2) frequencies and delta moments against pi(M, delta | Y, alpha, Omega) by enumeration of M and grid
   quadrature over delta, from the program's collapsed density (which knows nothing of the delta algebra);
 - ``omega_step`` (Omega random walk with delta integrated out, then delta redrawn) against importance sampling of
-  the prior with the program-side likelihood;
+  the prior with the program-side likelihood, alone and with ``background_marginal_refresh``;
+- ``background_marginal_refresh`` alone: its block (delta_S, Omega_SS) against scipy's draws of the NIW prior's
+  marginal (two-sample KS), the conditional given x_S unchanged, and a wrong inverse-Wishart dof rejected;
 - ``joint_flip_relabel_step`` (an indicator and the labels it affects): (Y, M) frequencies against the enumerated
   posterior, FS and CVFS (non-uniform indicator weights, delta and Omega away from (0, I));
 - ``column_flip_step`` (CVFS: a random set of a feature's keyword indicators flipped at once, delta and alpha
