@@ -26,6 +26,23 @@ from zoo.inference.mil.jump import FIT_STEPS, FitSteps
 from zoo.papers import kueck04 as paper
 
 
+def set_identity(gamma: np.ndarray) -> str:
+    """Which kernels, not how many (issue 29): gamma (chain, draw, M) bool. How often the set changes while its
+    size stays (at any K and at K <= 5), and between-chain agreement on the 12 most used kernels (r-hat and bulk
+    ESS of their indicators)."""
+    k = gamma.sum(-1)
+    changed = np.any(gamma[:, 1:] != gamma[:, :-1], -1)
+    same_k = k[:, 1:] == k[:, :-1]
+    small = same_k & (k[:, :-1] <= 5)
+    top = np.argsort(-gamma.mean((0, 1)))[:12]
+    indicators = [gamma[:, :, j].astype(float) for j in top]
+    rhats = [float(az.rhat(x)) for x in indicators]
+    esses = [float(az.ess(x, method="bulk")) for x in indicators]
+    return (f"P(set changes | K same) {changed[same_k].mean():.3f}, at K <= 5 {changed[small].mean():.3f}; top-12 "
+            f"kernels' indicators: max r-hat {np.nanmax(rhats):.3f}, median bulk ESS {np.nanmedian(esses):.1f}, "
+            f"min {np.nanmin(esses):.1f}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="constraint")
@@ -95,6 +112,8 @@ def main(argv=None) -> int:
         small = float(az.ess((values <= 5).astype(float), method="bulk"))
         print(f"   bulk ESS of min(n_active, 20) {censored:.1f}; of 1[n_active <= 5] {small:.1f} "
               f"(P {np.mean(values <= 5):.3f})", flush=True)
+        if "unit_posterior" in fit.idata.groups() and "gamma" in fit.idata.unit_posterior:
+            print("   which kernels:", set_identity(fit.idata.unit_posterior["gamma"].values.astype(bool)), flush=True)
         for w in caught:
             if "max_active" in str(w.message):
                 print("   warned:", w.message, flush=True)

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from zoo.inference.driver import FAST_COMPILE_OPTIONS
 from zoo.inference.label_feature.moves import temporary_concept_params
 
 __all__ = ["IMPUTE_STREAM", "MAX_STORED", "impute_full", "replicate_features", "replicate_selected_features"]
@@ -29,6 +30,13 @@ __all__ = ["IMPUTE_STREAM", "MAX_STORED", "impute_full", "replicate_features", "
 IMPUTE_STREAM = 11
 #: Sigma and the replicated features are stored up to this many numbers each (like label_proba's cap)
 MAX_STORED = 2.0e7
+#: Up to this many draws x units, the replicated features of FS / CVFS are computed by a program compiled without
+#: XLA's backend optimization (``FAST_COMPILE_OPTIONS``): a short fit's pass is mostly its compile, which this cuts
+#: by 40 %, while the slower code costs less than that up to here (compile + run, one CPU: CVFS 800 draws x 120 units
+#: 6.4 -> 3.7 s, the run alone 0.2 -> 0.7 s; FS 800 x 300: 6.1 -> 4.0 s, run 0.5 -> 1.4 s; break-even near 800,000;
+#: issue 35). Only there: FULL's parameters and lp are recorded in the golden draws, which the option moves in the
+#: last bits; the replicated features are not.
+FAST_COMPILE_DRAW_UNITS = 400_000
 
 
 class _Labels(NamedTuple):
@@ -50,7 +58,8 @@ def impute_full(problem, Y: np.ndarray, key, keep_sigma: bool = True) -> tuple[n
 
 
 # Compiled once per shape, not once per fit: the problem's arrays are arguments, not constants of a closure (a new
-# closure is a new function to jax.jit, so every fit compiled these again)
+# closure is a new function to jax.jit, so every fit compiled these again). XLA's defaults here: these draws are
+# stored in ``posterior`` (recorded in the golden draws), which the options below would move in the last bits.
 @partial(jax.jit, static_argnames="keep_sigma")
 def _full_params_of_draws(problem, keys, Y, keep_sigma: bool):
     masks = jnp.ones((problem.allowed.shape[1], problem.X.shape[1]), bool)
@@ -90,11 +99,11 @@ def replicate_selected_features(problem, variant: str, Y: np.ndarray, M: np.ndar
     leading, n = Y.shape[:2], Y.shape[2]
     flat = lambda a: jnp.asarray(np.asarray(a).reshape((-1,) + np.asarray(a).shape[2:]))
     keys = jax.random.split(key, int(np.prod(leading)))
-    x = _selected_features_of_draws(problem, variant, keys, flat(Y), flat(M), flat(delta), flat(Omega))
+    compiled = _SELECTED_FEATURES_OF_DRAWS[keys.shape[0] * n <= FAST_COMPILE_DRAW_UNITS]
+    x = compiled(problem, variant, keys, flat(Y), flat(M), flat(delta), flat(Omega))
     return mean + scale * np.asarray(x, dtype=np.float64).reshape(leading + (n, -1))
 
 
-@partial(jax.jit, static_argnames="variant")
 def _selected_features_of_draws(problem, variant: str, keys, Y, M, delta, Omega):
     """One replicated feature array per flattened draw (compiled once per shape and variant, as above)."""
     from zoo.inference.label_feature.state import concept_masks_of
@@ -108,3 +117,9 @@ def _selected_features_of_draws(problem, variant: str, keys, Y, M, delta, Omega)
         return FeatureSelectionNormal(masks[y], mu[y], Sigma[y], d, o).sample(k_x)
 
     return jax.lax.map(one, (keys, Y, M, delta, Omega))
+
+
+# with XLA's defaults (False) and with FAST_COMPILE_OPTIONS (True), for a short fit
+_SELECTED_FEATURES_OF_DRAWS = {fast: jax.jit(_selected_features_of_draws, static_argnames="variant",
+                                             compiler_options=FAST_COMPILE_OPTIONS if fast else None)
+                               for fast in (False, True)}

@@ -109,7 +109,9 @@ class MILPrediction(Prediction):
 #: At 100 no birth was refused, for 1.015x the sampling seconds of 50 (128.3 against 126.4 s, same process: the
 #: sweep's K_max-sized parts are small beside its N-sized ones on the ring); 500 (= N, never truncating) took 12.3x
 #: (1,226.8 against 99.4 s, same process, the machine's load rising from ~3 to ~7 between the two).
-#: A user's data can still reach 100: the fit then warns "refit with a larger max_active"
+#: A user's data can still reach 100: the fit then warns "refit with a larger max_active". Session 7: the default
+#: fit at seed 3 reached 100 on the ring (84 refused births, one chain, P(K > 50) 0.8 %; the warning is then true),
+#: seeds 0 and 2 at most 87; not raised further this session (the cost of 200 is not measured)
 MAX_ACTIVE = 100
 
 
@@ -187,12 +189,16 @@ JUMP_TRIES = 2
 #: delta2 13.8 % and 14.9 (issue 29)
 JUMP_FIT_STEPS = FIT_STEPS
 #: the jumps' swaps propose a neighbour of the kernel leaving (``zoo.inference.mil.jump``); off: uniform. Off by
-#: default (issue 29, session 6, ``scripts/kueck04_jump_ess.py --neighbour-swaps 1 0`` on the ring at capacity 100,
-#: 4 x (1,000 + 1,000)): n_active bulk ESS 77.9 against 56.4 at seed 0 but 68.7 against 167.4 at seed 1 (delta2's
-#: 706 / 278 and 609 / 518): no evidence of better mixing of n_active, whose ESS varies ~3x between seeds
+#: default (issue 29, sessions 6-7, ``scripts/kueck04_jump_ess.py --neighbour-swaps 1 0`` on the ring at capacity
+#: 100, 4 x (1,000 + 1,000), seeds 0-3): n_active bulk ESS 77.9 / 68.7 / 39.4 / 62.8 against 56.4 / 167.4 / 95.5 /
+#: 89.7 with uniform swaps (means 62.2 against 102.3; worse at 3 of 4 seeds), delta2's 706 / 609 / 220 / 628
+#: against 278 / 518 / 639 / 582, the same seconds per sweep: no gain
 JUMP_NEIGHBOUR_SWAPS = False
 #: the jumps' births and swaps propose the kernels of largest data-fit gain (``zoo.inference.mil.jump``, informed;
-#: mixed half and half with the uniform proposal); off: uniform. (issue 29, session 7: measured below)
+#: mixed half and half with the uniform proposal); off: uniform. Off by default (issue 29, session 7, same runs,
+#: seeds 0, 2, 3): n_active bulk ESS 75.2 / 97.1 / 82.4 against 56.4 / 95.5 / 89.7 (means 84.9 against 80.5),
+#: delta2's 224 / 228 / 83 against 278 / 639 / 582, the top kernels' indicators mixing worse (max r-hat 1.37 against
+#: 1.13 at seed 0, 1.37 against 1.11 at seed 3), the same seconds per sweep: no real gain, delta2 worse
 JUMP_INFORMED = False
 
 
