@@ -9,16 +9,12 @@ from jax.scipy.special import betaln, logsumexp
 
 from zoo.inference.label_feature.collapsed_niw import (DeltaCollapsedTerms, concept_delta_terms,
                                                        delta_collapsed_log_density, delta_conditional)
+from zoo.inference.label_feature.flips import move_probability
 from zoo.inference.label_feature.moves import alpha_step
 from zoo.inference.label_feature.state import BetaMixture, GibbsState, RegionProblem, concept_suffstats
 from zoo.inference.linalg import cho_solve, cholesky, solve_lower_transpose
 
 __all__ = ["alpha_marginal_log_prior", "column_flip_step"]
-
-
-def _move_probability(log_ratio) -> jnp.ndarray:
-    """min(1, exp(log_ratio)), 0 for a NaN ratio: the test's probability of changing M."""
-    return jnp.where(jnp.isnan(log_ratio), 0.0, jnp.exp(jnp.minimum(log_ratio, 0.0)))
 
 
 def alpha_marginal_log_prior(prior: BetaMixture, s: jnp.ndarray, n_concepts: int) -> jnp.ndarray:
@@ -85,7 +81,7 @@ def column_flip_step(problem: RegionProblem, state: GibbsState, key, with_move_p
         accept = jnp.log(jax.random.uniform(k_acc)) < proposed - current
         pick = lambda a, b: jnp.where(accept, a, b)
         return (pick(M_new, M), jax.tree_util.tree_map(pick, terms_new, terms), pick(proposed, current),
-                accepted + accept.astype(jnp.float64), leave + _move_probability(proposed - current))
+                accepted + accept.astype(jnp.float64), leave + move_probability(proposed - current))
 
     terms = terms_of(problem.concept_prior, count, total, scatter, state.M, state.Omega, Omega_inv, logdet)
     M, terms, _, accepted, leave = jax.lax.fori_loop(

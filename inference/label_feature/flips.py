@@ -15,7 +15,7 @@ from zoo.inference.label_feature.state import (GibbsState, RegionProblem, concep
 from zoo.inference.linalg import cho_solve, cholesky, solve_lower_transpose
 
 __all__ = ["free_log_target", "metropolis_flip", "feature_flip_step", "delta_collapsed_flip_step",
-           "single_flip_step", "FLIP_SCANS"]
+           "single_flip_step", "move_probability", "FLIP_SCANS"]
 
 
 def _concept_terms(problem, stats, masks, delta, Omega):
@@ -67,13 +67,14 @@ def metropolis_flip(problem, variant, stats, F, current, cols, key, alpha, delta
     movable = _movable(variant, F.shape[0])
     accept = (jnp.log(jax.random.uniform(key, proposed.shape)) < proposed - current) & movable
     accept = accept | ~jnp.asarray(flip)
-    leave = jnp.where(movable & jnp.asarray(flip), _leave_probability(proposed - current), 0.0)
+    leave = jnp.where(movable & jnp.asarray(flip), move_probability(proposed - current), 0.0)
     return (jnp.where(accept[:, None], F_new, F), jnp.where(accept, proposed, current),
             accept.astype(proposed.dtype), leave)
 
 
-def _leave_probability(log_ratio) -> jnp.ndarray:
-    """min(1, exp(log_ratio)): a Metropolis-Hastings step's probability of moving (0 for a NaN ratio)."""
+def move_probability(log_ratio) -> jnp.ndarray:
+    """min(1, exp(log_ratio)): a Metropolis-Hastings step's probability of moving (0 for a NaN ratio). The one
+    helper of every M move (flips, joint moves, column moves) for the ``M_move_probability`` sample stat."""
     return jnp.where(jnp.isnan(log_ratio), 0.0, jnp.exp(jnp.minimum(log_ratio, 0.0)))
 
 
@@ -177,7 +178,7 @@ def delta_collapsed_flip_step(problem: RegionProblem, state: GibbsState, key, wi
         pick = lambda a, b: jnp.where(accept, a, b)
         return (pick(M_new, M), jax.tree_util.tree_map(pick, terms_new, terms), pick(proposed, current),
                 accepted.at[k].add(jnp.where(init, 0.0, accept.astype(jnp.float64))),
-                leave + jnp.where(init, 0.0, _leave_probability(proposed - current)))
+                leave + jnp.where(init, 0.0, move_probability(proposed - current)))
 
     zero_terms = DeltaCollapsedTerms(jnp.zeros(n_concepts), jnp.zeros((n_concepts, p, p)), jnp.zeros((n_concepts, p)))
     M, terms, _, accepted, leave = jax.lax.fori_loop(-n_concepts, n_flips * n_rows, body,

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from zoo.inference.label_feature.collapsed_niw import gaussian_logpdf_masked, masked_cholesky
-from zoo.inference.label_feature.flips import free_log_target
+from zoo.inference.label_feature.flips import free_log_target, move_probability
 from zoo.inference.label_feature.state import (GibbsState, RegionProblem, concept_masks_of, concept_suffstats,
                                                forced_units, free_rows, label_log_prior, unit_images)
 from zoo.inference.linalg import cholesky
@@ -142,6 +142,5 @@ def joint_flip_relabel_step(problem: RegionProblem, variant: str, state: GibbsSt
     out = (state._replace(M=jnp.where(accept, M_new, state.M), Y=jnp.where(accept, Y_new, state.Y)),
            accept.astype(jnp.float64))
     if with_move_probability:
-        log_ratio = flip + log_rev
-        out += (jnp.where(jnp.isnan(log_ratio), 0.0, jnp.exp(jnp.minimum(log_ratio, 0.0))),)
+        out += (move_probability(flip + log_rev),)
     return out

@@ -5,7 +5,9 @@ to enumerate or integrate numerically:
   (M_1, M_2) frequencies and delta moments against pi(M, delta | Y, alpha, Omega) by enumeration of M and grid
   quadrature over delta, from the program's collapsed density (which knows nothing of the delta algebra);
 - ``omega_step`` (Omega random walk with delta integrated out, then delta redrawn) against importance sampling of
-  the prior with the program-side likelihood;
+  the prior with the program-side likelihood, alone and with ``background_marginal_refresh``;
+- ``background_marginal_refresh`` alone: its block (delta_S, Omega_SS) against scipy's draws of the NIW prior's
+  marginal (two-sample KS), the conditional given x_S unchanged, and a wrong inverse-Wishart dof rejected;
 - ``joint_flip_relabel_step`` (an indicator and the labels it affects): (Y, M) frequencies against the enumerated
   posterior, FS and CVFS (non-uniform indicator weights, delta and Omega away from (0, I));
 - ``column_flip_step`` (CVFS: a random set of a feature's keyword indicators flipped at once, delta and alpha
@@ -188,6 +190,75 @@ def test_background_marginal_refresh_keeps_the_conditional_of_delta_and_omega():
     x_0; the averages must still match importance sampling (a rebuild that moved the conditional would be seen in
     delta_1, Omega_11 and the correlation)."""
     _omega_chain_against_importance_sampling(refresh=True)
+
+
+def _refresh_draws(problem, state, n_draws, seed):
+    """``n_draws`` independent applications of ``background_marginal_refresh`` to one state (one batch)."""
+    keys = jax.random.split(jax.random.PRNGKey(seed), n_draws)
+    out = fast_jit(jax.vmap(lambda k: background_marginal_refresh(problem, state, k)[0]))(keys)
+    return np.asarray(out.delta), np.asarray(out.Omega)
+
+
+def _refresh_block_statistics(delta_s, Omega_ss, mu0, kappa0):
+    """Functions of the refreshed block (delta_S, Omega_SS), |S| = 2: log Omega_00, log Omega_11, their
+    correlation, and delta_S standardized by its conditional N(mu0_S, Omega_SS / kappa0) (two N(0, 1) under the
+    right move, independent of Omega_SS)."""
+    L = np.linalg.cholesky(Omega_ss)
+    z = np.linalg.solve(L, (delta_s - mu0)[..., None])[..., 0] * np.sqrt(kappa0)
+    corr = Omega_ss[:, 0, 1] / np.sqrt(Omega_ss[:, 0, 0] * Omega_ss[:, 1, 1])
+    return np.stack([np.log(Omega_ss[:, 0, 0]), np.log(Omega_ss[:, 1, 1]), corr, z[:, 0], z[:, 1]], 1)
+
+
+def _refresh_rejects(problem, state, s_idx, prior, n_draws=20_000, seed=0):
+    """Smallest two-sample Kolmogorov-Smirnov p-value between the block the move draws on ``problem`` and the
+    marginal of the NIW ``prior`` drawn with scipy (Omega ~ IW_nu0(S0) on all p features, its S x S block taken;
+    delta_S ~ N(mu0_S, Omega_SS / kappa0)): the refresh is an exact Gibbs draw of that block, whose conditional
+    given everything else is its prior marginal whatever the state it starts from. Returns (p-value, delta, Omega)."""
+    from scipy import stats
+    nu0, S0, kappa0, mu0 = (np.asarray(a) for a in prior)
+    delta, Omega = _refresh_draws(problem, state, n_draws, seed)
+    rows, cols = np.ix_(s_idx, s_idx)
+    got = _refresh_block_statistics(delta[:, s_idx], Omega[:, rows, cols], mu0[s_idx], kappa0)
+    rng = np.random.default_rng(seed + 1)
+    Om = stats.invwishart.rvs(df=float(nu0), scale=S0, size=n_draws, random_state=rng)[:, rows, cols]
+    de = mu0[s_idx] + np.einsum("nij,nj->ni", np.linalg.cholesky(Om), rng.normal(size=(n_draws, len(s_idx))))
+    want = _refresh_block_statistics(mu0[s_idx] + (de - mu0[s_idx]) / np.sqrt(kappa0), Om, mu0[s_idx], kappa0)
+    return min(stats.ks_2samp(got[:, i], want[:, i]).pvalue for i in range(got.shape[1])), delta, Omega
+
+
+def test_background_marginal_refresh_draws_the_block_from_its_prior_marginal():
+    """p = 3, x_0 and x_1 relevant to the only concept with units, so S = {0, 1}: 20,000 refreshes of one state
+    (delta, Omega away from the prior) against the NIW prior's marginal of (delta_S, Omega_SS) drawn with scipy
+    (two-sample KS on five functions of the block), and the conditional of x_2 given x_S (B = Omega_2S Omega_SS^-1,
+    the intercept delta_2 - B delta_S, Omega_2|S) unchanged to rounding. Power: the same test rejects the move run
+    with the inverse-Wishart degrees of freedom nu0 + |S^c| (the dof a bug that forgot the marginal's shift, nu0
+    instead of nu0 - |S^c|, draws with), which the importance-sampling test above did not detect."""
+    from zoo.inference.label_feature.collapsed_niw import NIWPrior
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(4, 3))
+    S0 = np.array([[1.5, 0.4, 0.2], [0.4, 0.8, -0.3], [0.2, -0.3, 1.1]])
+    prior = NIWPrior(jnp.asarray(5.0), jnp.asarray(S0), jnp.asarray(2.0), jnp.array([0.3, -0.2, 0.1]))
+    problem = _problem(X)._replace(delta_omega_prior=prior, delta0=jnp.zeros(3), Omega0=jnp.eye(3))
+    Omega = np.array([[2.0, 0.7, 0.5], [0.7, 1.2, 0.3], [0.5, 0.3, 0.9]])
+    delta = np.array([1.0, -0.5, 0.4])
+    M = jnp.array([[False, False, False], [True, True, False], [False, True, True]])
+    state = _init_state(problem, variant="cvfs", key=jax.random.PRNGKey(0))._replace(
+        Y=jnp.array([1, 1, 1, 1]), M=M, Omega=jnp.asarray(Omega), delta=jnp.asarray(delta))
+    s_idx = [0, 1]
+    p_value, d_new, O_new = _refresh_rejects(problem, state, s_idx, prior)
+    assert p_value > 1e-3, p_value
+
+    def conditional(d, O):
+        B = O[..., 2:, :2] @ np.linalg.inv(O[..., :2, :2])
+        return (B[..., 0, :], d[..., 2] - (B @ d[..., :2, None])[..., 0, 0],
+                O[..., 2, 2] - (B @ O[..., :2, 2:])[..., 0, 0])
+
+    for before, after in zip(conditional(delta, Omega), conditional(d_new, O_new)):
+        np.testing.assert_allclose(after, np.broadcast_to(before, after.shape), rtol=1e-8, atol=1e-10)
+    # the deliberately wrong move: the block drawn with nu0 degrees of freedom where its marginal has nu0 - |S^c|
+    # (|S^c| = 1: the move run on a prior with nu0 + 1), against the right marginal
+    wrong = problem._replace(delta_omega_prior=prior._replace(nu0=prior.nu0 + 1.0))
+    assert _refresh_rejects(wrong, state, s_idx, prior)[0] < 1e-6
 
 
 def _omega_chain_against_importance_sampling(refresh: bool):

@@ -256,13 +256,20 @@ OMEGA_STEPS = 5    # Omega random-walk steps per sweep (CVFS)
 #: enter that trap more often), with the refresh they lift features 1-2 (ESS 300-600 -> 2,400-5,200).
 MARGINAL_REFRESH = True
 COLUMN_MOVES = 1
-#: default draws per chain by variant: CVFS's headline sites mix about half as fast per sweep (issue 29: at 2 x 1,000
-#: on the Sec. 6 data M and n_relevant had bulk ESS 54-60, alpha 129). With the marginal refresh and the column flips
-#: (session 6, MARGINAL_REFRESH / COLUMN_MOVES above) the default 4 x (200 + 2,000) reaches M bulk ESS 378-516 over
-#: seeds 0-2 (85.1 / 48.8 / 178.9 before) with r-hat 1.009-1.014: seed 1 passes, seeds 0 and 2 still warn (truly) on
-#: M's r-hat (1.013, 1.014 >= 1.01) and seed 2 on its ESS; num_samples="auto" was not re-measured with them (before:
-#: 38,750 sweeps per chain in 1,200 s for ESS 261)
-DEFAULT_SAMPLES = {"full": 1000, "fs": 1000, "cvfs": 2000}
+#: default draws per chain by variant: CVFS's headline sites mix more slowly per sweep (issue 29). With the marginal
+#: refresh and the column flips (MARGINAL_REFRESH / COLUMN_MOVES above), on the Sec. 6 data, 4 chains x (200 + N),
+#: seeds 0-4 (session 7; worst element's min(bulk, tail) ESS of M / n_relevant, max r-hat; pass = every headline
+#: site has r-hat < 1.01 and ESS >= 400):
+#: - N = 2,000: M ESS 368-516, r-hat 1.0045-1.0140: 1 seed of 5 passes (the r-hat of M or n_relevant >= 1.01)
+#: - N = 3,000: M ESS 604-768, r-hat up to 1.0138: 2 of 5 pass
+#: - N = 4,000: M ESS 785-983, r-hat up to 1.0117 (n_relevant, seed 2): 4 of 5 pass
+#: - N = 5,000 (default): M ESS 1,009-1,209, n_relevant 990-1,148, alpha >= 1,804; r-hat <= 1.0074: 5 of 5 pass
+#:   (seeds 5-9, checked after: 5 of 5 pass, worst M ESS 557 on seed 7, r-hat <= 1.0059; at 4,000 seed 7 fails)
+#: Why ESS ~1,000 rather than 400: with ESS 400 even an exactly mixing binary chain (4 chains, simulated) has
+#: rank-normalized r-hat >= 1.01 40 % of the time (12 % at ESS 600, 2 % at 1,000), and M has a dozen moving
+#: elements. Sampling costs 2.5x the 2,000 draws (about 50-60 s at load 7-9 on 2 shared cores, after a ~2-4 min
+#: compile); num_samples="auto" stops earlier (at the first check that passes: 3,500 draws, seed 0).
+DEFAULT_SAMPLES = {"full": 1000, "fs": 1000, "cvfs": 5000}
 
 
 def _headline_draws(draws: dict, variant: str) -> dict:
@@ -287,7 +294,7 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
     """Collapsed MCMC of the Appendix (MH flips of M, label updates with temporary (mu, Sigma), alpha, (delta, Omega)).
 
     num_chains: 4 (several chains judge convergence; each starts from its own random state). num_samples: None =
-    ``DEFAULT_SAMPLES`` of the variant (CVFS mixes about half as fast per sweep: 2,000 against 1,000), or "auto":
+    ``DEFAULT_SAMPLES`` of the variant (CVFS mixes more slowly per sweep: 5,000 against 1,000), or "auto":
     sample in compiled chunks until the headline sites (M, n_relevant, and alpha for CVFS) reach bulk and tail ESS
     ``target_ess`` (default 400) with r-hat < 1.01, or stop after ``time_budget`` seconds of sampling (default
     300) with a ConvergenceWarning naming the sites that fell short (``zoo.inference.driver.sample_until``).
