@@ -237,3 +237,19 @@ def test_a_second_fit_of_the_same_shapes_compiles_no_post_fit_pass_again(sec6_fi
     assert sum(p._cache_size() for p in replicate.values()) == sum(before[1:])
     assert np.isfinite(fit.idata.sample_stats["lp"]).all()
     assert not np.allclose(fit.idata.sample_stats["lp"], sec6_fit[1].idata.sample_stats["lp"])
+
+
+def test_a_fit_over_the_storage_cap_keeps_a_thinned_posterior_predictive(sec6_fit, monkeypatch):
+    """Over ``MAX_STORED`` numbers the replicated features are kept at every stride-th draw (the group's ``draw``
+    coordinate names which), not dropped: az.plot_ppc needs the group (the 5,000-draw cvfs default exceeds the cap
+    on the Sec. 6 data)."""
+    from zoo.papers import gustafson07
+    regions, _ = sec6_fit
+    n_numbers = 2 * 400 * regions.X.shape[0] * regions.X.shape[1]
+    monkeypatch.setattr(gustafson07, "MAX_STORED", n_numbers / 3)
+    fit = zoo.fit(zoo.model("gustafson07.cvfs"), regions, method="collapsed_gibbs", seed=0, num_chains=2,
+                  num_warmup=100, num_samples=400, progress_bar=False)
+    pp = fit.idata.posterior_predictive["X"]
+    np.testing.assert_array_equal(pp["draw"].values, np.arange(0, 400, 4))   # 133 draws fit: every 4th, 100
+    assert pp.shape == (2, 100) + regions.X.shape and np.isfinite(pp.values).all()
+    assert pp.size <= n_numbers / 3

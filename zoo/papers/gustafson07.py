@@ -421,23 +421,28 @@ def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y:
 def _add_replicated_features(idata, problem: RegionProblem, variant: str, arrays: RegionArrays, draws: dict,
                              seed: int) -> None:
     """FS / CVFS (in place): replicated features X at each draw into ``posterior_predictive`` (up to ``MAX_STORED``
-    numbers), the integrated-out (mu_k, Sigma_k) drawn from their conditionals on the draw's masks
+    numbers; beyond, at every stride-th draw), the integrated-out (mu_k, Sigma_k) drawn from their conditionals on the draw's masks
     (``zoo.papers.gustafson07_impute.replicate_selected_features``); FS's (delta, Omega): the sampler's fixed ones."""
     import xarray as xr
 
-    Y = np.asarray(draws["Y"])
-    if Y.size * arrays.X.shape[1] > MAX_STORED:
-        return
-    leading, p = Y.shape[:2], arrays.X.shape[1]
+    p = arrays.X.shape[1]
+    # over MAX_STORED numbers, every stride-th draw (the group's ``draw`` coordinate names which), so that a long
+    # fit still has a posterior predictive for az.plot_ppc; stride 1 (every draw) below the cap
+    n_draws = np.asarray(draws["Y"]).shape[1]
+    numbers_per_draw = np.asarray(draws["Y"]).size // n_draws * p
+    stride = int(np.ceil(n_draws / max(1, int(MAX_STORED // numbers_per_draw))))
+    kept = np.arange(0, n_draws, stride)
+    Y, M = np.asarray(draws["Y"])[:, kept], np.asarray(draws["M"])[:, kept]
+    leading = Y.shape[:2]
     if variant == "cvfs":
-        delta, Omega = np.asarray(draws["delta"]), np.asarray(draws["Omega"])
+        delta, Omega = np.asarray(draws["delta"])[:, kept], np.asarray(draws["Omega"])[:, kept]
     else:
         delta = np.broadcast_to(np.asarray(problem.delta0), leading + (p,))
         Omega = np.broadcast_to(np.asarray(problem.Omega0), leading + (p, p))
     key = jax.random.fold_in(jax.random.PRNGKey(seed), IMPUTE_STREAM)
-    X_rep = replicate_selected_features(problem, variant, Y, np.asarray(draws["M"]), delta, Omega, arrays.mean,
-                                        arrays.scale, key)
-    idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)}))
+    X_rep = replicate_selected_features(problem, variant, Y, M, delta, Omega, arrays.mean, arrays.scale, key)
+    idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)},
+                                                     coords={"chain": np.arange(leading[0]), "draw": kept}))
 
 
 def _log_joint(spec, variant: str, problem: RegionProblem, arrays: RegionArrays, draws: dict) -> np.ndarray:
