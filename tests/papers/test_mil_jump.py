@@ -85,16 +85,19 @@ def _enumerated(delta2, exclude_full=False):
 
 
 # (3, True) in the slow tier: the neighbour swaps' exact check is (4, True); the capacity rule is the same code
-@pytest.mark.parametrize("jump_capacity, neighbour_swaps, informed",
-                         [(4, False, False), (3, False, False), (4, True, False),
-                          pytest.param(3, True, False, marks=pytest.mark.slow), (4, False, True),
-                          pytest.param(3, False, True, marks=pytest.mark.slow)])
-def test_jump_move_matches_enumeration(jump_capacity, neighbour_swaps, informed):
+@pytest.mark.parametrize("jump_capacity, neighbour_swaps, informed, split_merge",
+                         [(4, False, False, False), (3, False, False, False), (4, True, False, False),
+                          pytest.param(3, True, False, False, marks=pytest.mark.slow), (4, False, True, False),
+                          pytest.param(3, False, True, False, marks=pytest.mark.slow), (4, False, False, True),
+                          pytest.param(3, False, False, True, marks=pytest.mark.slow)])
+def test_jump_move_matches_enumeration(jump_capacity, neighbour_swaps, informed, split_merge):
     """The move alone (3 tries a step, delta2 = 2 fixed) from the empty set: frequencies of the 16 active sets
     within total variation 0.03 of the enumerated posterior, and E[f] within 4 batch-means standard errors.
     ``jump_capacity`` 3: the full set of 4 is out of the jumps' reach; the posterior restricted to the others.
     ``neighbour_swaps``: swaps propose a neighbour of the kernel leaving (their proposal ratio S_i / S'_j);
-    ``informed``: births and swaps propose by data-fit gain (their ratio q_rev / q_fwd evaluated at both states)."""
+    ``informed``: births and swaps propose by data-fit gain (their ratio q_rev / q_fwd evaluated at both states);
+    ``split_merge``: splits of one kernel into two neighbours and merges of two into one besides (their
+    dimension-changing map's Jacobian and both directions' proposal probabilities)."""
     psi, gram, data = _jump_problem()
     delta2 = 2.0
     masks, exact, f_exact = _enumerated(delta2, exclude_full=jump_capacity < 4)
@@ -106,7 +109,8 @@ def test_jump_move_matches_enumeration(jump_capacity, neighbour_swaps, informed)
         aset, beta = carry
         aset, beta, n_acc = jump_move(key, aset, beta, d2, gram, psi.T, data, A, B, HYPER.delta2_alpha,
                                       HYPER.delta2_beta, 3, 1e-12, jump_capacity=jump_capacity,
-                                      neighbour_swaps=neighbour_swaps, informed=informed)
+                                      neighbour_swaps=neighbour_swaps, informed=informed,
+                                      split_merge=split_merge)
         return (aset, beta), ((aset.slot_of >= 0), beta @ active_rows(aset, psi.T), n_acc)
 
     n = 30_000
