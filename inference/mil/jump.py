@@ -280,14 +280,16 @@ class JumpChain(NamedTuple):
 
 
 def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, width: int, min_pivot,
-             neighbour_swaps: bool = False, informed=None, split_merge: bool = False) -> JumpProposal:
+             neighbour_swaps: bool = False, informed=None, split_merge: bool = False,
+             split_merge_only: bool = False) -> JumpProposal:
     """A birth / death / swap of the current (set, beta) as in the module docstring, up to the proposed set's fit:
     the proposed ordered set, e' (from the current fit's standardized coordinates, slot p moved last) and the log
     of the factors that do not need the new fit (N(u)^(-+1) and the gamma proposal ratio r; -inf when the kind is
     impossible here). beta (J,), fit: the current set's; gram (M, M); eligible (M,) bool; m: the number of
     eligible basis functions; width J; neighbour_swaps: a swap's j from the neighbours of the kernel leaving;
     informed: None, or (psi (M, N), data, delta2): births' and swaps' j from ``informed_log_q`` (the fit step adds
-    the reverse proposal's log q); split_merge: the kind among five (a split and a merge besides), not three."""
+    the reverse proposal's log q); split_merge: the kind among five (a split and a merge besides), not three;
+    split_merge_only: a split or a merge only (``jump_move``'s test setting)."""
     dtype = gram.dtype
     capacity = aset.members.shape[0]
     idx = jnp.arange(width)
@@ -295,6 +297,8 @@ def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, wid
     count = aset.count
     k = count.astype(dtype)
     kind = jax.random.randint(k_kind, (), 0, 5 if split_merge else 3)
+    if split_merge_only:
+        kind = SPLIT + jax.random.randint(k_kind, (), 0, 2)
     slot = jnp.minimum(jnp.floor(jax.random.uniform(k_slot, dtype=dtype) * k).astype(jnp.int32),
                        jnp.maximum(count - 1, 0))
     inactive = (aset.slot_of < 0) & eligible
@@ -372,7 +376,8 @@ def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, wid
 def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2: jnp.ndarray, gram: jnp.ndarray,
               psi_t, data: CollapsedData, prior_a, prior_b, alpha0, beta0, tries: int, min_pivot,
               basis_mask=None, jump_capacity: int = 20, fit_steps: FitSteps = FIT_STEPS,
-              neighbour_swaps: bool = False, informed: bool = False, split_merge: bool = False):
+              neighbour_swaps: bool = False, informed: bool = False, split_merge: bool = False,
+              split_merge_only: bool = False):
     """``tries`` Z-collapsed birth / death / swap proposals of gamma with beta mapped between the sets' Laplace
     fits (module docstring), at fixed delta2.
 
@@ -383,7 +388,8 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
     steps (``FitSteps``); neighbour_swaps: a swap's new kernel from the neighbours of the one leaving; informed:
     a birth's and a swap's new kernel from the largest data-fit gains (both: module docstring; not together);
     split_merge: splits of one kernel into two neighbours and merges of two into one besides (module docstring;
-    not with informed).
+    not with informed); split_merge_only: those two kinds alone (their exactness test: they keep K >= 1, so they
+    are no sampler by themselves).
     Returns (aset, beta_active, number of accepted tries).
 
     One scan of ``tries + 1`` steps, each computing one Laplace fit (so the fit is traced and compiled once, not
@@ -394,6 +400,7 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
         return aset, beta_active, jnp.zeros((), jnp.int32)
     if neighbour_swaps and informed:
         raise ValueError("jump_neighbour_swaps / jump_informed: choose one proposal of a swap's new kernel, not both")
+    split_merge = split_merge or split_merge_only
     if split_merge and informed:
         raise ValueError("jump_split_merge / jump_informed: the split and merge moves are not built for the informed "
                          "proposals (their reverse terms); choose one")
@@ -440,7 +447,7 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
         return JumpChain(aset=aset_now, beta=beta_now, log_target=jnp.where(renew, proposed, chain.log_target),
                          fit=fit_now, accepted=chain.accepted + take.astype(jnp.int32),
                          pending=_propose(key, aset_now, beta_now, fit_now, gram, eligible, m, width, min_pivot,
-                                          neighbour_swaps, proposal_terms, split_merge)), None
+                                          neighbour_swaps, proposal_terms, split_merge, split_merge_only)), None
 
     beta_j = beta_active[:width]
     blank_fit = LaplaceFit(mean=jnp.zeros(width, dtype), chol=jnp.eye(width, dtype=dtype),
