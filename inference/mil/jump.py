@@ -57,6 +57,24 @@ proposed state (for a swap at f' less the new kernel's term), so r becomes q_rev
 q(j | x), a death K q(i | x'), a swap q(i | x' - j) / q(j | x - i). Any such state-dependent choice keeps the move
 exact (it is evaluated where it is made). Why (issue 29, session 7): a uniform j is rarely one that fits.
 
+``split_merge`` (``MILConfig.jump_split_merge``; off by default) adds two kinds, each try then choosing among
+five with probability 1/5: a split of one active kernel i into two inactive neighbours (j1, j2), K -> K + 1, and
+its reverse, a merge of two active kernels (j1, j2) into one inactive i, K + 1 -> K. Proposals (w = ``swap.py``'s
+squared-cosine weights with their floor):
+
+    split: slot of i uniformly (1/K), j1 ~ w_i. over the inactive, j2 ~ w_i. over the inactive but j1;
+    merge: slot of j1 uniformly (1/(K + 1)), j2 ~ w_j1. over the other active, i ~ w_j1. w_j2. over the inactive.
+
+beta moves as in a birth / death, through the standardized coordinates of the Laplace fits, so f stays near the
+new set's fit instead of a fixed coefficient split: split: e with i's slot last (the death order), e' = (e, u),
+i's coordinate going to j1 and u ~ N(0, 1) to j2 (the new set ordered: the others, j1, j2); merge: e in the order
+(the others in the merged set's order, j1, j2), e' = e without its last coordinate u, j1's going to i. The map
+is linear with Jacobian |L| / |L'| as for every kind, and r = q_merge / q_split for a split (the ordered pair
+(j1, j2): the map depends on which one takes i's coordinate) and its inverse for a merge. Why (issue 29, session
+8): on the ring the sticky states are small sets of neighbouring kernels (a chain at 4-5 kernels stays there),
+and a birth or death changes K without moving the set's kernels along the ring, a swap moves them without
+changing K; a split / merge does both in one step, keeping f.
+
 The fits are computed on the first ``jump_capacity`` slots only (J; a jump to or from a set of more than J
 kernels is refused, the same rule both ways, so the move stays exact): O(N J^2 + J^3) per Newton step instead of
 O(N K_max^2 + K_max^3). Cost per try: ``fit_steps.anchor + fit_steps.newton`` Newton steps (``FitSteps``) and one
