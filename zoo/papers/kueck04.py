@@ -202,7 +202,10 @@ JUMP_NEIGHBOUR_SWAPS = False
 JUMP_INFORMED = False
 #: the jumps also propose splits of one active kernel into two neighbouring ones and merges of two into one
 #: (``zoo.inference.mil.jump``, split_merge: five kinds of try instead of three); off: births, deaths and swaps.
-#: Off by default (issue 29, session 8; figures in ``scripts/kueck04_jump_ess.py --split-merge 0 1``, below)
+#: Off by default (issue 29, session 8, ``scripts/kueck04_jump_ess.py --jumps 2 --max-active 100 --split-merge 1 0
+#: --seed 0 1 2`` on the ring, 4 x (1,000 + 1,000)): n_active bulk ESS 103.1 / 116.6 / 27.5 against 56.4 / 167.4 /
+#: 95.5 (means 82.4 against 106.4; worse at 2 of 3 seeds, r-hat 1.109 at seed 2), delta2's 197 / 420 / 636 against
+#: 278 / 518 / 639, set-identity changes at K <= 5 no more often, about the same seconds per sweep: no gain
 JUMP_SPLIT_MERGE = False
 
 
