@@ -86,12 +86,17 @@ def _enumerated(delta2, exclude_full=False, exclude_empty=False):
     return masks, p, p @ f_means
 
 
-# (3, True) in the slow tier: the neighbour swaps' exact check is (4, True); the capacity rule is the same code.
-# split_merge's cases in the slow tier: the default suite checks the split / merge pair alone (below), which has
-# the power these lack (with the pair's Jacobian dropped, (4, False, False, True) still passed, the pair alone not)
+# The default tier checks the jumps as kueck04 runs them by default (JUMP_NEIGHBOUR_SWAPS, JUMP_INFORMED and
+# JUMP_SPLIT_MERGE off), at full and reduced capacity. The neighbour swaps, the informed proposals and the splits /
+# merges are options that are off by default: their enumeration checks (each ~14-17 CPU s, its own compiled chain)
+# are in the slow tier (-m slow), as is (3, True) etc. (the capacity rule is the same code). The split / merge
+# pair's sharp check is test_split_merge_alone_matches_enumeration (with the pair's Jacobian dropped,
+# (4, False, False, True) still passed, the pair alone failed).
 @pytest.mark.parametrize("jump_capacity, neighbour_swaps, informed, split_merge",
-                         [(4, False, False, False), (3, False, False, False), (4, True, False, False),
-                          pytest.param(3, True, False, False, marks=pytest.mark.slow), (4, False, True, False),
+                         [(4, False, False, False), (3, False, False, False),
+                          pytest.param(4, True, False, False, marks=pytest.mark.slow),
+                          pytest.param(3, True, False, False, marks=pytest.mark.slow),
+                          pytest.param(4, False, True, False, marks=pytest.mark.slow),
                           pytest.param(3, False, True, False, marks=pytest.mark.slow),
                           pytest.param(4, False, False, True, marks=pytest.mark.slow),
                           pytest.param(3, False, False, True, marks=pytest.mark.slow)])
@@ -158,6 +163,7 @@ def test_fit_steps_validated():
             set_fit(aset, psi.T, gram, data, 2.0, HYPER.delta2_alpha, HYPER.delta2_beta, bad)
 
 
+@pytest.mark.slow             # an off-by-default option (JUMP_SPLIT_MERGE): slow tier, as the options above
 def test_split_merge_alone_matches_enumeration():
     """The split / merge pair alone (3 tries a step, delta2 = 2 fixed) from the set {0}: a split needs two inactive
     kernels and a merge an active pair, so the pair moves among the sets of 1 to 3 kernels, and must sample the
