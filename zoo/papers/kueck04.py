@@ -200,6 +200,13 @@ JUMP_NEIGHBOUR_SWAPS = False
 #: delta2's 224 / 228 / 83 against 278 / 639 / 582, the top kernels' indicators mixing worse (max r-hat 1.37 against
 #: 1.13 at seed 0, 1.37 against 1.11 at seed 3), the same seconds per sweep: no real gain, delta2 worse
 JUMP_INFORMED = False
+#: the jumps also propose splits of one active kernel into two neighbouring ones and merges of two into one
+#: (``zoo.inference.mil.jump``, split_merge: five kinds of try instead of three); off: births, deaths and swaps.
+#: Off by default (issue 29, session 8, ``scripts/kueck04_jump_ess.py --jumps 2 --max-active 100 --split-merge 1 0
+#: --seed 0 1 2`` on the ring, 4 x (1,000 + 1,000)): n_active bulk ESS 103.1 / 116.6 / 27.5 against 56.4 / 167.4 /
+#: 95.5 (means 82.4 against 106.4; worse at 2 of 3 seeds, r-hat 1.109 at seed 2), delta2's 197 / 420 / 636 against
+#: 278 / 518 / 639, set-identity changes at K <= 5 no more often, about the same seconds per sweep: no gain
+JUMP_SPLIT_MERGE = False
 
 
 def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool = False) -> MILConfig:
@@ -209,7 +216,7 @@ def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool 
     config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z,
                        delta2_log_prob=_prior_settings(spec)[1], jump_tries=JUMP_TRIES,
                        jump_fit_steps=JUMP_FIT_STEPS, jump_neighbour_swaps=JUMP_NEIGHBOUR_SWAPS,
-                       jump_informed=JUMP_INFORMED,
+                       jump_informed=JUMP_INFORMED, jump_split_merge=JUMP_SPLIT_MERGE,
                        row_function=KERNELS[spec.options["kernel"]] if prep.psi is None else None)
     # the Z-collapsed scale move and jumps need the exact Z | f draw after them (``mil_gibbs.mil_step``)
     return config if z_sampler == "exact" else config._replace(scale_tries=0, jump_tries=0)
