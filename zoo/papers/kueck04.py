@@ -415,9 +415,10 @@ def posterior_predictive(spec, prep: MILPrepared, samples: dict, seed: int) -> d
 @partial(jax.jit, static_argnames=("program", "sites"))
 def _simulate_observations(key, flat: dict, kwargs: dict, *, program, sites: tuple) -> dict:
     """``numpyro.infer.Predictive`` of ``program`` at the draws ``flat`` (draw-leading arrays), compiled once per
-    program, sites and shapes: called eagerly, Predictive's map over draws is a new closure each time and compiled
-    anew on every fit (2-4 s a fit in ``zoo reproduce kueck04``). ``kwargs`` (the program's arrays, priors and chi)
-    are traced; chi None and the unobserved sites are part of the structure. Same random stream as the eager call."""
+    program, sites and shapes: called eagerly, Predictive's map over draws is a new closure each time and was
+    compiled anew on every fit (0.5-1 CPU s a fit in ``zoo reproduce kueck04 --fast``). ``kwargs`` (the program's
+    arrays, priors and chi) are traced; chi None and the unobserved sites are part of the structure. Same random
+    stream as the eager call."""
     return Predictive(program, posterior_samples=flat, return_sites=list(sites))(key, **kwargs)
 
 
