@@ -50,6 +50,8 @@ SIZES = {
                    # points x 16 chains x 400 sweeps of kueck04 did not end in 7 minutes there)
                    mil_chains=dict(n=200, chains=8, draws=25), fs_chains=dict(n_images=60, chains=8, draws=25),
                    mcvq=dict(n=2429, d=361, max_iter=20)),
+    # the vectorized samplers with enough chains to fill a GPU: the "device" size's chains times 8
+    "wide": dict(mil_chains=dict(n=200, chains=64, draws=25), fs_chains=dict(n_images=60, chains=64, draws=25)),
 }
 
 
@@ -117,6 +119,8 @@ def run(families, size_name: str, repeats: int, budget_s: float = float("inf"), 
            "host": platform.node(), "cpu_count": os.cpu_count(), "jax": jax.__version__, "families": {}}
     started = time.perf_counter()
     for family in families:
+        if family not in SIZES[size_name]:
+            raise ValueError(f"families: {family!r} has no {size_name!r} size (it has {', '.join(SIZES[size_name])})")
         model_id, data, model_options, fit_options = _workload(family, SIZES[size_name][family])
         row = {"model": model_id, "size": SIZES[size_name][family]}
         for name, device in (("cpu", cpu), ("gpu", gpu)):

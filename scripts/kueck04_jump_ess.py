@@ -2,11 +2,12 @@
 
     OMP_NUM_THREADS=1 python scripts/kueck04_jump_ess.py [--model constraint] [--warmup 1000] [--draws 1000]
         [--jumps 0 3] [--fit-steps 12,3 0,5] [--max-active 50 500] [--neighbour-swaps 0 1] [--informed 0 1]
-        [--seed 0 1 2 3] [--save draws.npz]
+        [--split-merge 0 1] [--seed 0 1 2 3] [--save draws.npz]
 
 Each setting (jump tries x the jumps' fit steps ``anchor,newton``, ``zoo.inference.mil.jump.FitSteps`` x the
 model's ``max_active`` x whether the jumps' swaps propose neighbours, ``kueck04.JUMP_NEIGHBOUR_SWAPS``, x whether
-their births and swaps propose by data-fit gain, ``kueck04.JUMP_INFORMED``) is one ``zoo.fit`` of 4 chains per
+their births and swaps propose by data-fit gain, ``kueck04.JUMP_INFORMED``, x whether they also split and merge
+kernels, ``kueck04.JUMP_SPLIT_MERGE``) is one ``zoo.fit`` of 4 chains per
 seed in the same process (same data). Sampling seconds are the fit's wall time less
 the driver's recorded compile time; ESS is ArviZ's bulk ESS over the 4 chains. Per fit it also prints
 n_active's right tail (quantiles, P(> 50), refused births) and whether its ESS is set by that tail: the
@@ -60,6 +61,9 @@ def main(argv=None) -> int:
     parser.add_argument("--informed", type=int, nargs="+", default=[0], choices=[0, 1],
                         help="1: the jumps' births and swaps propose by data-fit gain (one fit per value; not with "
                              "--neighbour-swaps 1)")
+    parser.add_argument("--split-merge", type=int, nargs="+", default=[0], choices=[0, 1],
+                        help="1: the jumps also split one kernel into two neighbours and merge two into one (one fit "
+                             "per value; not with --informed 1)")
     parser.add_argument("--save", default=None,
                         help="an .npz to write every fit's n_active and delta2 draws to (keys n_active_<i>, ...)")
     parser.add_argument("--fit-steps", nargs="+", default=[f"{FIT_STEPS.anchor},{FIT_STEPS.newton}"],
@@ -69,15 +73,17 @@ def main(argv=None) -> int:
     print("max_active | jump_tries | fit steps | wall s | compile s | sampling s | n_active mean | r-hat | bulk ESS | "
           "tail ESS | ESS / sampling s | ESS per chain-sweep | delta2 ESS | jump acc | gamma acc | swap acc",
           flush=True)
-    settings = [(seed, cap, jumps, FitSteps(*map(int, steps.split(","))), near, informed)
+    settings = [(seed, cap, jumps, FitSteps(*map(int, steps.split(","))), near, informed, split)
                 for seed in args.seed for cap in args.max_active for jumps in args.jumps for steps in args.fit_steps
-                for near in args.neighbour_swaps for informed in args.informed if not (near and informed)]
+                for near in args.neighbour_swaps for informed in args.informed for split in args.split_merge
+                if not (near and informed) and not (informed and split)]
     saved = {}
-    for i, (seed, cap, jumps, steps, near, informed) in enumerate(settings):
+    for i, (seed, cap, jumps, steps, near, informed, split) in enumerate(settings):
         spec = zoo.model(f"kueck04.{args.model}", max_active=cap)
         paper.JUMP_FIT_STEPS = steps           # read by paper.mil_config (a static setting: compiled per value)
         paper.JUMP_NEIGHBOUR_SWAPS = bool(near)
         paper.JUMP_INFORMED = bool(informed)
+        paper.JUMP_SPLIT_MERGE = bool(split)
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -96,7 +102,8 @@ def main(argv=None) -> int:
         sweeps = args.chains * (args.warmup + args.draws)
         acc = {k: float(stats[k].mean()) if k in stats else float("nan")
                for k in ("jump_acceptance", "gamma_acceptance", "swap_acceptance")}
-        label = f"{jumps}{' (neighbour swaps)' if near else ''}{' (informed)' if informed else ''} seed {seed}"
+        label = (f"{jumps}{' (neighbour swaps)' if near else ''}{' (informed)' if informed else ''}"
+                 f"{' (split/merge)' if split else ''} seed {seed}")
         print(f"{cap} | {label} | {steps.anchor},{steps.newton} | {wall:.1f} | {compile_s:.1f} | {sampling:.1f} | "
               f"{float(n_active.mean()):.2f} | "
               f"{rhat:.3f} | {ess:.1f} | {tail:.1f} | {ess / sampling:.3f} | {ess / (args.chains * args.draws):.5f} | "
@@ -119,7 +126,7 @@ def main(argv=None) -> int:
                 print("   warned:", w.message, flush=True)
         saved.update({f"n_active_{i}": values, f"delta2_{i}": post["delta2"].values,
                       f"setting_{i}": np.array([cap, jumps, steps.anchor, steps.newton, sampling, near, seed,
-                                                       informed])})
+                                                       informed, split])})
     if args.save:
         np.savez(args.save, **saved)
     return 0

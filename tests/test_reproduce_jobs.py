@@ -151,3 +151,22 @@ def test_environment_is_restored_as_it_was(monkeypatch):
             assert os.environ["ZOO_TEST_SET"] == "new" and os.environ["ZOO_TEST_UNSET"] == "1"
             raise RuntimeError
     assert os.environ["ZOO_TEST_SET"] == "old" and "ZOO_TEST_UNSET" not in os.environ
+
+
+def test_workers_share_a_compilation_cache_that_lives_as_long_as_the_pool(monkeypatch, tmp_path):
+    """``spawned_pool``'s workers see one compilation-cache folder, new for the pool and removed with it (every
+    command starts cold); a user's own JAX_COMPILATION_CACHE_DIR is passed on untouched."""
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    with _workers.spawned_pool(2) as pool:
+        seen = {pool.submit(os.getenv, "JAX_COMPILATION_CACHE_DIR").result() for _ in range(4)}
+        assert len(seen) == 1 and None not in seen
+        folder = seen.pop()
+        assert os.path.isdir(folder)
+    assert not os.path.exists(folder)
+    assert "JAX_COMPILATION_CACHE_DIR" not in os.environ          # this process's own environment as it was
+    own = tmp_path / "my-cache"
+    own.mkdir()
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(own))
+    with _workers.spawned_pool(1) as pool:
+        assert pool.submit(os.getenv, "JAX_COMPILATION_CACHE_DIR").result() == str(own)
+    assert own.is_dir()

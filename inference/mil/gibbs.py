@@ -117,6 +117,7 @@ class MILConfig(NamedTuple):
     jump_fit_steps: FitSteps = FIT_STEPS  # Newton steps of the jumps' Laplace fits (anchor, at delta2)
     jump_neighbour_swaps: bool = False  # the jumps' swaps propose a neighbour of the kernel leaving (``mil.jump``)
     jump_informed: bool = False        # the jumps' births and swaps propose by data-fit gain (``mil.jump``)
+    jump_split_merge: bool = False     # the jumps also split one kernel into two neighbours / merge two (``mil.jump``)
     row_function: Optional[Callable] = None  # phi of the kernel, for ``MILProblem.rows`` (rows on demand)
 
 
@@ -385,7 +386,7 @@ def mil_step(key: jax.Array, state: MILState, problem: MILProblem, config: MILCo
             jax.random.fold_in(k_gamma, 2), aset, beta_active, delta2, problem.gram, psi_t,
             _collapsed_data(problem), hyper.prior_a, hyper.prior_b, hyper.delta2_alpha, hyper.delta2_beta,
             config.jump_tries, 0.5 * problem.ridge, problem.basis_mask, config.jump_capacity,
-            config.jump_fit_steps, config.jump_neighbour_swaps, config.jump_informed)
+            config.jump_fit_steps, config.jump_neighbour_swaps, config.jump_informed, config.jump_split_merge)
         jump_acc = n_jump.astype(jnp.float64) / config.jump_tries
         rows = active_rows(aset, psi_t)
         f = beta_active @ rows

@@ -57,6 +57,24 @@ proposed state (for a swap at f' less the new kernel's term), so r becomes q_rev
 q(j | x), a death K q(i | x'), a swap q(i | x' - j) / q(j | x - i). Any such state-dependent choice keeps the move
 exact (it is evaluated where it is made). Why (issue 29, session 7): a uniform j is rarely one that fits.
 
+``split_merge`` (``MILConfig.jump_split_merge``; off by default) adds two kinds, each try then choosing among
+five with probability 1/5: a split of one active kernel i into two inactive neighbours (j1, j2), K -> K + 1, and
+its reverse, a merge of two active kernels (j1, j2) into one inactive i, K + 1 -> K. Proposals (w = ``swap.py``'s
+squared-cosine weights with their floor):
+
+    split: slot of i uniformly (1/K), j1 ~ w_i. over the inactive, j2 ~ w_i. over the inactive but j1;
+    merge: slot of j1 uniformly (1/(K + 1)), j2 ~ w_j1. over the other active, i ~ w_j1. w_j2. over the inactive.
+
+beta moves as in a birth / death, through the standardized coordinates of the Laplace fits, so f stays near the
+new set's fit instead of a fixed coefficient split: split: e with i's slot last (the death order), e' = (e, u),
+i's coordinate going to j1 and u ~ N(0, 1) to j2 (the new set ordered: the others, j1, j2); merge: e in the order
+(the others in the merged set's order, j1, j2), e' = e without its last coordinate u, j1's going to i. The map
+is linear with Jacobian |L| / |L'| as for every kind, and r = q_merge / q_split for a split (the ordered pair
+(j1, j2): the map depends on which one takes i's coordinate) and its inverse for a merge. Why (issue 29, session
+8): on the ring the sticky states are small sets of neighbouring kernels (a chain at 4-5 kernels stays there),
+and a birth or death changes K without moving the set's kernels along the ring, a swap moves them without
+changing K; a split / merge does both in one step, keeping f.
+
 The fits are computed on the first ``jump_capacity`` slots only (J; a jump to or from a set of more than J
 kernels is refused, the same rule both ways, so the move stays exact): O(N J^2 + J^3) per Newton step instead of
 O(N K_max^2 + K_max^3). Cost per try: ``fit_steps.anchor + fit_steps.newton`` Newton steps (``FitSteps``) and one
@@ -79,9 +97,9 @@ from zoo.inference.mil.collapsed_beta import (ANCHOR_STEPS, NEWTON_STEPS, Collap
 from zoo.inference.mil.swap import swap_weights
 
 __all__ = ["jump_move", "jump_log_target", "set_fit", "gain_log_weights", "informed_log_q", "FitSteps", "FIT_STEPS",
-           "BIRTH", "DEATH", "SWAP", "INFORMED_UNIFORM_SHARE"]
+           "BIRTH", "DEATH", "SWAP", "SPLIT", "MERGE", "INFORMED_UNIFORM_SHARE", "split_merge_log_q"]
 
-BIRTH, DEATH, SWAP = 0, 1, 2
+BIRTH, DEATH, SWAP, SPLIT, MERGE = 0, 1, 2, 3, 4
 
 #: EPS of the informed proposals (module docstring): the uniform proposal's share, so that a kernel the gain
 #: ranks low can still be proposed and the reverse of an unlikely proposal is not vanishingly rare
@@ -179,6 +197,85 @@ def informed_log_q(log_w, inactive) -> jnp.ndarray:
     return jnp.where(inactive, mixed, -jnp.inf)
 
 
+def _masked_log_sum(log_w, mask) -> jnp.ndarray:
+    return logsumexp(jnp.where(mask, log_w, -jnp.inf))
+
+
+def split_merge_log_q(gram, i, j1, j2, count, inactive_before, eligible):
+    """(log q(split of i into the ordered pair (j1, j2)), log q(merge of (j1, j2) into i)) for a state where i is
+    active with ``count`` members and j1, j2 are inactive (``inactive_before`` (M,) bool, eligible kernels only),
+    the merged state's set being that one; the split state has i replaced by j1 and j2 (count + 1 members).
+
+    split: slot of i uniformly (1 / K), j1 ~ w_i. / S_i over the inactive, j2 ~ w_i. over the inactive but j1;
+    merge: slot of j1 uniformly (1 / (K + 1)), j2 ~ w_j1. over the other active kernels, i ~ w_j1. w_j2. over the
+    inactive (w = ``swap.swap_weights``, the squared cosines of the basis functions plus a floor)."""
+    dtype = gram.dtype
+    k = count.astype(dtype)
+    idx = jnp.arange(gram.shape[0])
+    w_i, w_j1, w_j2 = (jnp.log(swap_weights(gram, a)) for a in (i, j1, j2))
+    # split from the merged state: inactive there = inactive_before
+    log_s_i = _masked_log_sum(w_i, inactive_before)
+    log_split = (-jnp.log(k) + w_i[j1] - log_s_i + w_i[j2]
+                 - _masked_log_sum(w_i, inactive_before & (idx != j1)))
+    # merge from the split state: active there = active_before less i plus j1, j2; inactive = the complement
+    inactive_after = (inactive_before & (idx != j1) & (idx != j2)) | (idx == i)
+    active_after = eligible & ~inactive_after
+    log_merge = (-jnp.log(k + 1.0) + w_j1[j2] - _masked_log_sum(w_j1, active_after & (idx != j1))
+                 + w_j1[i] + w_j2[i] - _masked_log_sum(w_j1 + w_j2, inactive_after))
+    return log_split, log_merge
+
+
+def _split_merge_proposal(key, aset: ActiveSet, gram, eligible, slot, width: int, min_pivot):
+    """The split / merge candidates of one try (module docstring, ``split_merge``): (split's set, its log q_rev -
+    log q_fwd, whether possible), (merge's set, its log r, whether possible, perm (K_max,) of the current slots
+    that puts the merged pair (j1, j2) last in that order and the kept kernels in the merged set's order; (J,) for
+    the first J = width slots)."""
+    dtype = gram.dtype
+    capacity = aset.members.shape[0]
+    m_all = gram.shape[0]
+    idx = jnp.arange(m_all)
+    k_a, k_b, k_c = jax.random.split(key, 3)
+    count = aset.count
+    active = aset.slot_of >= 0
+    inactive = ~active & eligible
+    n_inactive = jnp.sum(inactive)
+    # split: slot -> i, then j1, j2 among the inactive near i
+    i = aset.members[slot]
+    w_i = jnp.log(swap_weights(gram, i))
+    j1 = jax.random.categorical(k_a, jnp.where(inactive, w_i, -jnp.inf))
+    j2 = jax.random.categorical(k_b, jnp.where(inactive & (idx != j1), w_i, -jnp.inf))
+    reduced = apply_death(aset, slot)
+    h1, s1 = birth_terms(reduced, gram, j1, min_pivot)
+    one = apply_birth(reduced, j1, h1, s1)
+    h2, s2 = birth_terms(one, gram, j2, min_pivot)
+    split_set = apply_birth(one, j2, h2, s2)
+    q_split, q_merge_back = split_merge_log_q(gram, i, j1, j2, count, inactive, eligible)
+    split_log_r = q_merge_back - q_split
+    split_possible = (count >= 1) & (n_inactive >= 2) & (count + 1 <= capacity)
+    # merge: slot -> j1, j2 among the other active near j1, i among the inactive near both
+    m1 = aset.members[slot]
+    w_m1 = jnp.log(swap_weights(gram, m1))
+    m2 = jax.random.categorical(k_b, jnp.where(active & (idx != m1), w_m1, -jnp.inf))
+    w_m2 = jnp.log(swap_weights(gram, m2))
+    target = jax.random.categorical(k_c, jnp.where(inactive, w_m1 + w_m2, -jnp.inf))
+    first_death = apply_death(aset, aset.slot_of[m2])
+    kept = apply_death(first_death, first_death.slot_of[m1])
+    h3, s3 = birth_terms(kept, gram, target, min_pivot)
+    merge_set = apply_birth(kept, target, h3, s3)
+    # the merged state's inactive kernels: the current ones less the target, plus m1, m2
+    inactive_merged = (inactive & (idx != target)) | (idx == m1) | (idx == m2)
+    q_split_back, q_merge = split_merge_log_q(gram, target, m1, m2, count - 1, inactive_merged, eligible)
+    merge_log_r = q_split_back - q_merge
+    merge_possible = (count >= 2) & (n_inactive >= 1)
+    slots = jnp.arange(width)
+    kept_slots = aset.slot_of[kept.members[:width]]
+    perm = jnp.where(slots < count - 2, kept_slots,
+                     jnp.where(slots == count - 2, aset.slot_of[m1], jnp.where(slots == count - 1,
+                                                                               aset.slot_of[m2], slots)))
+    return ((split_set, jnp.where(split_possible, split_log_r, -jnp.inf).astype(dtype)),
+            (merge_set, jnp.where(merge_possible, merge_log_r, -jnp.inf).astype(dtype), perm))
+
+
 class JumpProposal(NamedTuple):
     """A proposed jump waiting for the Laplace fit of its set (the next scan step computes it)."""
     aset: ActiveSet            # the proposed ordered set (before the first try: the current set itself)
@@ -201,21 +298,25 @@ class JumpChain(NamedTuple):
 
 
 def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, width: int, min_pivot,
-             neighbour_swaps: bool = False, informed=None) -> JumpProposal:
+             neighbour_swaps: bool = False, informed=None, split_merge: bool = False,
+             split_merge_only: bool = False) -> JumpProposal:
     """A birth / death / swap of the current (set, beta) as in the module docstring, up to the proposed set's fit:
     the proposed ordered set, e' (from the current fit's standardized coordinates, slot p moved last) and the log
     of the factors that do not need the new fit (N(u)^(-+1) and the gamma proposal ratio r; -inf when the kind is
     impossible here). beta (J,), fit: the current set's; gram (M, M); eligible (M,) bool; m: the number of
     eligible basis functions; width J; neighbour_swaps: a swap's j from the neighbours of the kernel leaving;
     informed: None, or (psi (M, N), data, delta2): births' and swaps' j from ``informed_log_q`` (the fit step adds
-    the reverse proposal's log q)."""
+    the reverse proposal's log q); split_merge: the kind among five (a split and a merge besides), not three;
+    split_merge_only: a split or a merge only (``jump_move``'s test setting)."""
     dtype = gram.dtype
     capacity = aset.members.shape[0]
     idx = jnp.arange(width)
     k_kind, k_slot, k_j, k_u, k_acc = jax.random.split(key, 5)
     count = aset.count
     k = count.astype(dtype)
-    kind = jax.random.randint(k_kind, (), 0, 3)
+    kind = jax.random.randint(k_kind, (), 0, 5 if split_merge else 3)
+    if split_merge_only:
+        kind = SPLIT + jax.random.randint(k_kind, (), 0, 2)
     slot = jnp.minimum(jnp.floor(jax.random.uniform(k_slot, dtype=dtype) * k).astype(jnp.int32),
                        jnp.maximum(count - 1, 0))
     inactive = (aset.slot_of < 0) & eligible
@@ -265,6 +366,26 @@ def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, wid
     log_u = jnp.where(kind == BIRTH, -_standard_normal_log_density(u_birth),
                       jnp.where(kind == DEATH, _standard_normal_log_density(u_death), 0.0))
     new = _proposed_set(aset, gram, kind, slot, j, min_pivot)
+    if split_merge:
+        # a split keeps e with slot p (kernel i) last, i's coordinate going to j1 and u ~ N(0, 1) to j2 (as a
+        # birth); a merge orders the slots (kept, j1, j2), j1's coordinate going to i and j2's, u, dropped (as a
+        # death); the Jacobian |L| / |L'| as for every kind (the fit step)
+        (split_set, split_log_r), (merge_set, merge_log_r, merge_perm) = _split_merge_proposal(
+            jax.random.fold_in(k_j, 1), aset, gram, eligible, slot, width, min_pivot)
+        chol_m = cholesky_lower(precision[merge_perm][:, merge_perm])
+        e_merge = chol_m.T @ (beta[merge_perm] - fit.mean[merge_perm])
+        u_merge = e_merge[last]
+        e_new = jnp.where(kind == SPLIT, e.at[jnp.minimum(count, width - 1)].set(u_birth),
+                          jnp.where(kind == MERGE, e_merge.at[last].set(0.0), e_new))
+        log_u = jnp.where(kind == SPLIT, -_standard_normal_log_density(u_birth),
+                          jnp.where(kind == MERGE, _standard_normal_log_density(u_merge), log_u))
+        log_r = jnp.where(kind == SPLIT, split_log_r, jnp.where(kind == MERGE, merge_log_r, log_r))
+        new_count = jnp.where(kind == SPLIT, count + 1, jnp.where(kind == MERGE, count - 1, new_count))
+        possible = jnp.where(kind == SPLIT, jnp.isfinite(split_log_r),
+                             jnp.where(kind == MERGE, jnp.isfinite(merge_log_r), possible))
+        possible = possible & (count <= width) & (new_count <= width) & (new_count <= capacity)
+        new = jax.tree_util.tree_map(lambda a, b, c: jnp.where(kind == SPLIT, a, jnp.where(kind == MERGE, b, c)),
+                                     split_set, merge_set, new)
     e_new = jnp.where(idx < new.count, e_new, 0.0)
     return JumpProposal(aset=new, e=e_new, log_extra=jnp.where(possible, log_u + log_r, -jnp.inf),
                         accept_key=k_acc, kind=kind.astype(jnp.int32), leaving=aset.members[slot])
@@ -273,7 +394,8 @@ def _propose(key, aset: ActiveSet, beta, fit: LaplaceFit, gram, eligible, m, wid
 def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2: jnp.ndarray, gram: jnp.ndarray,
               psi_t, data: CollapsedData, prior_a, prior_b, alpha0, beta0, tries: int, min_pivot,
               basis_mask=None, jump_capacity: int = 20, fit_steps: FitSteps = FIT_STEPS,
-              neighbour_swaps: bool = False, informed: bool = False):
+              neighbour_swaps: bool = False, informed: bool = False, split_merge: bool = False,
+              split_merge_only: bool = False):
     """``tries`` Z-collapsed birth / death / swap proposals of gamma with beta mapped between the sets' Laplace
     fits (module docstring), at fixed delta2.
 
@@ -282,7 +404,10 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
     beta0: IG shape of delta2 for the fits' anchors; basis_mask (M,) bool or None: only True centres are basis
     functions; jump_capacity J: the largest set a jump may start from or reach; fit_steps: the fits' Newton
     steps (``FitSteps``); neighbour_swaps: a swap's new kernel from the neighbours of the one leaving; informed:
-    a birth's and a swap's new kernel from the largest data-fit gains (both: module docstring; not together).
+    a birth's and a swap's new kernel from the largest data-fit gains (both: module docstring; not together);
+    split_merge: splits of one kernel into two neighbours and merges of two into one besides (module docstring;
+    not with informed); split_merge_only: those two kinds alone (their exactness test: they keep K >= 1, so they
+    are no sampler by themselves).
     Returns (aset, beta_active, number of accepted tries).
 
     One scan of ``tries + 1`` steps, each computing one Laplace fit (so the fit is traced and compiled once, not
@@ -293,6 +418,10 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
         return aset, beta_active, jnp.zeros((), jnp.int32)
     if neighbour_swaps and informed:
         raise ValueError("jump_neighbour_swaps / jump_informed: choose one proposal of a swap's new kernel, not both")
+    split_merge = split_merge or split_merge_only
+    if split_merge and informed:
+        raise ValueError("jump_split_merge / jump_informed: the split and merge moves are not built for the informed "
+                         "proposals (their reverse terms); choose one")
     dtype = gram.dtype
     width = min(int(jump_capacity), aset.members.shape[0])
     eligible = jnp.ones(gram.shape[0], bool) if basis_mask is None else basis_mask
@@ -336,7 +465,7 @@ def jump_move(key: jax.Array, aset: ActiveSet, beta_active: jnp.ndarray, delta2:
         return JumpChain(aset=aset_now, beta=beta_now, log_target=jnp.where(renew, proposed, chain.log_target),
                          fit=fit_now, accepted=chain.accepted + take.astype(jnp.int32),
                          pending=_propose(key, aset_now, beta_now, fit_now, gram, eligible, m, width, min_pivot,
-                                          neighbour_swaps, proposal_terms)), None
+                                          neighbour_swaps, proposal_terms, split_merge, split_merge_only)), None
 
     beta_j = beta_active[:width]
     blank_fit = LaplaceFit(mean=jnp.zeros(width, dtype), chol=jnp.eye(width, dtype=dtype),

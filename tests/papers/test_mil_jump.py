@@ -71,35 +71,43 @@ def _evidence_terms(delta2, n_prior=400_000):
     return masks, np.array(log_post), np.array(f_means)
 
 
-def _enumerated(delta2, exclude_full=False):
+def _enumerated(delta2, exclude_full=False, exclude_empty=False):
     """(masks (16, 4), p(gamma | delta2, obs) (16,), E[f | delta2, obs] (N,)); ``exclude_full``: conditioned on
-    K < 4."""
+    K < 4; ``exclude_empty``: on K > 0."""
     masks, log_post, f_means = _evidence_terms(delta2)
     m = masks.shape[1]
     log_post = log_post.copy()
     if exclude_full:
         log_post[masks.sum(1) == m] = -np.inf
+    if exclude_empty:
+        log_post[masks.sum(1) == 0] = -np.inf
     p = np.exp(log_post - log_post.max())
     p /= p.sum()
     return masks, p, p @ f_means
 
 
-# The default tier checks the jumps as kueck04 runs them by default (JUMP_NEIGHBOUR_SWAPS and JUMP_INFORMED off),
-# at full and reduced capacity. The neighbour swaps and the informed proposals are options that are off by default:
-# their enumeration checks (each ~14-17 CPU s, its own compiled chain) are in the slow tier (-m slow), as is
-# (3, True) etc. (the capacity rule is the same code).
-@pytest.mark.parametrize("jump_capacity, neighbour_swaps, informed",
-                         [(4, False, False), (3, False, False),
-                          pytest.param(4, True, False, marks=pytest.mark.slow),
-                          pytest.param(3, True, False, marks=pytest.mark.slow),
-                          pytest.param(4, False, True, marks=pytest.mark.slow),
-                          pytest.param(3, False, True, marks=pytest.mark.slow)])
-def test_jump_move_matches_enumeration(jump_capacity, neighbour_swaps, informed):
+# The default tier checks the jumps as kueck04 runs them by default (JUMP_NEIGHBOUR_SWAPS, JUMP_INFORMED and
+# JUMP_SPLIT_MERGE off), at full and reduced capacity. The neighbour swaps, the informed proposals and the splits /
+# merges are options that are off by default: their enumeration checks (each ~14-17 CPU s, its own compiled chain)
+# are in the slow tier (-m slow), as is (3, True) etc. (the capacity rule is the same code). The split / merge
+# pair's sharp check is test_split_merge_alone_matches_enumeration (with the pair's Jacobian dropped,
+# (4, False, False, True) still passed, the pair alone failed).
+@pytest.mark.parametrize("jump_capacity, neighbour_swaps, informed, split_merge",
+                         [(4, False, False, False), (3, False, False, False),
+                          pytest.param(4, True, False, False, marks=pytest.mark.slow),
+                          pytest.param(3, True, False, False, marks=pytest.mark.slow),
+                          pytest.param(4, False, True, False, marks=pytest.mark.slow),
+                          pytest.param(3, False, True, False, marks=pytest.mark.slow),
+                          pytest.param(4, False, False, True, marks=pytest.mark.slow),
+                          pytest.param(3, False, False, True, marks=pytest.mark.slow)])
+def test_jump_move_matches_enumeration(jump_capacity, neighbour_swaps, informed, split_merge):
     """The move alone (3 tries a step, delta2 = 2 fixed) from the empty set: frequencies of the 16 active sets
     within total variation 0.03 of the enumerated posterior, and E[f] within 4 batch-means standard errors.
     ``jump_capacity`` 3: the full set of 4 is out of the jumps' reach; the posterior restricted to the others.
     ``neighbour_swaps``: swaps propose a neighbour of the kernel leaving (their proposal ratio S_i / S'_j);
-    ``informed``: births and swaps propose by data-fit gain (their ratio q_rev / q_fwd evaluated at both states)."""
+    ``informed``: births and swaps propose by data-fit gain (their ratio q_rev / q_fwd evaluated at both states);
+    ``split_merge``: splits of one kernel into two neighbours and merges of two into one besides (their
+    dimension-changing map's Jacobian and both directions' proposal probabilities)."""
     psi, gram, data = _jump_problem()
     delta2 = 2.0
     masks, exact, f_exact = _enumerated(delta2, exclude_full=jump_capacity < 4)
@@ -111,7 +119,8 @@ def test_jump_move_matches_enumeration(jump_capacity, neighbour_swaps, informed)
         aset, beta = carry
         aset, beta, n_acc = jump_move(key, aset, beta, d2, gram, psi.T, data, A, B, HYPER.delta2_alpha,
                                       HYPER.delta2_beta, 3, 1e-12, jump_capacity=jump_capacity,
-                                      neighbour_swaps=neighbour_swaps, informed=informed)
+                                      neighbour_swaps=neighbour_swaps, informed=informed,
+                                      split_merge=split_merge)
         return (aset, beta), ((aset.slot_of >= 0), beta @ active_rows(aset, psi.T), n_acc)
 
     n = 30_000
@@ -152,3 +161,33 @@ def test_fit_steps_validated():
     for bad in (FitSteps(anchor=0, newton=0), FitSteps(anchor=-1, newton=3)):
         with pytest.raises(ValueError, match="fit_steps"):
             set_fit(aset, psi.T, gram, data, 2.0, HYPER.delta2_alpha, HYPER.delta2_beta, bad)
+
+
+@pytest.mark.slow             # an off-by-default option (JUMP_SPLIT_MERGE): slow tier, as the options above
+def test_split_merge_alone_matches_enumeration():
+    """The split / merge pair alone (3 tries a step, delta2 = 2 fixed) from the set {0}: a split needs two inactive
+    kernels and a merge an active pair, so the pair moves among the sets of 1 to 3 kernels, and must sample the
+    posterior restricted to them (total variation 0.03, as above). Alone, neither births nor deaths nor swaps can
+    hide an error in the pair's reversible-jump ratio (its Jacobian |L| / |L'|, N(u), both directions' proposal
+    probabilities)."""
+    psi, gram, data = _jump_problem()
+    delta2 = 2.0
+    masks, exact, _ = _enumerated(delta2, exclude_full=True, exclude_empty=True)
+    aset0 = active_set_from_mask(gram, jnp.array([True, False, False, False]), 4)
+    d2 = jnp.asarray(delta2)
+
+    def step(carry, key):
+        aset, beta = carry
+        aset, beta, n_acc = jump_move(key, aset, beta, d2, gram, psi.T, data, A, B, HYPER.delta2_alpha,
+                                      HYPER.delta2_beta, 3, 1e-12, jump_capacity=4, split_merge_only=True)
+        return (aset, beta), ((aset.slot_of >= 0), n_acc)
+
+    n = 30_000
+    run = jax.jit(lambda key: jax.lax.scan(step, (aset0, jnp.zeros(4)), jax.random.split(key, n)),
+                  compiler_options=FAST_COMPILE_OPTIONS)
+    _, (gammas, accepted) = run(jax.random.PRNGKey(5))
+    assert 0.05 < float(np.mean(np.asarray(accepted))) / 3
+    codes = np.asarray(gammas, np.int64) @ (1 << np.arange(4))
+    index = {int(mm @ (1 << np.arange(4))): r for r, mm in enumerate(masks)}
+    freq = np.bincount([index[c] for c in codes], minlength=16) / n
+    assert 0.5 * np.abs(freq - exact).sum() < 0.03, (np.round(freq, 3), np.round(exact, 3))

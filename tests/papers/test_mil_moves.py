@@ -142,7 +142,8 @@ def _moved_by(move: str, n_moves: int, variant: str = "constraint"):
     """Compiled (vmapped) transition of program draws by one move alone: "swap" (gamma | Z, delta2 with beta
     integrated out, then beta | gamma, Z, delta2), "scale" (Z-collapsed (beta, delta2) scale) or "jump" (3
     Z-collapsed birth / death / swap tries of (gamma, beta) at the draw's delta2; "jump_near": its swaps propose a
-    neighbour of the kernel leaving; "jump_informed": its births and swaps propose by data-fit gain); after the
+    neighbour of the kernel leaving; "jump_informed": its births and swaps propose by data-fit gain; "jump_split":
+    splits and merges of kernels besides; "jump_split_only": splits and merges alone); after the
     last two Z is redrawn given the new f by the sweep's Z step."""
     from zoo.inference.mil.gibbs import _collapsed_data, _delta2_log_prior, z_update
     _, _, _, _, _, _, config, problem_for = _setup(variant)
@@ -161,12 +162,13 @@ def _moved_by(move: str, n_moves: int, variant: str = "constraint"):
                                          0.5 * problem.ridge)
                 rows = active_rows(aset, problem.psi.T)
                 beta_a = draw_beta(kb, aset, rows, b_a, d2, problem.ridge)
-            elif move in ("jump", "jump_near", "jump_informed"):
+            elif move in ("jump", "jump_near", "jump_informed", "jump_split", "jump_split_only"):
                 aset, beta_a, _ = jump_move(ka, aset, beta_a, d2, problem.gram, problem.psi.T,
                                             _collapsed_data(problem), HYPER.prior_a, HYPER.prior_b,
                                             HYPER.delta2_alpha, HYPER.delta2_beta, 3, 0.5 * problem.ridge,
                                             neighbour_swaps=move == "jump_near",
-                                            informed=move == "jump_informed")
+                                            informed=move == "jump_informed", split_merge=move == "jump_split",
+                                            split_merge_only=move == "jump_split_only")
                 rows = active_rows(aset, problem.psi.T)
                 zz, _, _ = z_update(kb, problem, beta_a @ rows, zz, "exact")
                 b_a = rows @ zz
@@ -189,6 +191,7 @@ def _moved_by(move: str, n_moves: int, variant: str = "constraint"):
 @pytest.mark.slow
 @pytest.mark.parametrize("move, variant", [("swap", "constraint"), ("scale", "constraint"), ("jump", "constraint"),
                                            ("jump_near", "constraint"), ("jump_informed", "constraint"),
+                                           ("jump_split", "constraint"), ("jump_split_only", "constraint"),
                                            ("scale", "hybrid"), ("swap", "hybrid"), ("jump", "hybrid")])
 def test_move_alone_leaves_the_program_joint_invariant(move, variant):
     """hybrid: measurement weights (count DP) in the collapsed likelihood of the scale move and the jumps.
@@ -208,7 +211,7 @@ def test_move_alone_leaves_the_program_joint_invariant(move, variant):
     moved = _stats(g, b, d2, z, psi, label[half], fraction[half] if chi else None)
     zs = _zscores(reference, moved)
     assert np.max(np.abs(zs)) < 4.0, np.round(zs, 2)
-    moves_gamma = move in ("swap", "jump", "jump_near", "jump_informed")
+    moves_gamma = move in ("swap", "jump", "jump_near", "jump_informed", "jump_split", "jump_split_only")
     changed = np.any(np.asarray(g) != np.asarray(fwd["gamma"][half]), 1) if moves_gamma else \
         np.asarray(d2) != np.asarray(fwd["delta2"][half])
     assert np.mean(changed) > 0.05

@@ -13,7 +13,7 @@ import multiprocessing
 import os
 
 __all__ = ["THREAD_VARIABLES", "single_threaded_env", "default_jobs", "spawned_pool", "set_environment",
-           "restore_environment", "environment"]
+           "restore_environment", "environment", "shared_compilation_cache"]
 
 #: the environment variables that set the thread pools of BLAS/OpenMP and XLA
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
@@ -80,11 +80,36 @@ def _exit_with(parent_pid: int, every_s: float = 2.0) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
+#: compilations shorter than this many seconds are not written to the workers' shared compilation cache
+SHARED_CACHE_MIN_COMPILE_S = 0.5
+
+
+@contextlib.contextmanager
+def shared_compilation_cache(environ=os.environ):
+    """The environment of workers that share one JAX compilation cache on disk, new and empty for this command and
+    removed when it ends: a program one worker compiled is read back by another that compiles the same program
+    (the same HLO and options: e.g. two splits of equal shapes), and within a worker a program whose jit was
+    created anew (a closure) is not compiled twice. Every command starts cold, so its times do not depend on an
+    earlier run. A user's own ``JAX_COMPILATION_CACHE_DIR`` is kept (nothing is set or removed)."""
+    if environ.get("JAX_COMPILATION_CACHE_DIR"):
+        yield {}
+        return
+    import shutil
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="zoo-jax-cache-")
+    try:
+        yield {"JAX_COMPILATION_CACHE_DIR": folder,
+               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": str(SHARED_CACHE_MIN_COMPILE_S)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def spawned_pool(jobs: int):
     """A ``ProcessPoolExecutor`` of ``jobs`` spawned, single-threaded workers (``single_threaded_env`` is set while
-    they start and this process's environment is restored afterwards); a worker ends when this process does."""
-    with environment(single_threaded_env()), concurrent.futures.ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with,
-            initargs=(os.getpid(),)) as pool:
+    they start and this process's environment is restored afterwards) sharing one compilation cache for this pool's
+    life (``shared_compilation_cache``); a worker ends when this process does."""
+    with shared_compilation_cache() as cache, environment({**single_threaded_env(), **cache}), \
+            concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                   initializer=_exit_with, initargs=(os.getpid(),)) as pool:
         yield pool

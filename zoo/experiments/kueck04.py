@@ -33,13 +33,21 @@ from zoo.metrics import auc
 KERNEL_NAMES = ("gaussian", "linear", "cubic", "sigmoid", "multiquadric", "cauchy", "thin_plate")
 
 
+#: the experiments' fits compile the sweep with XLA's optimizations (``fast_compile=False``), not by run length
+#: (``zoo.papers.kueck04.FAST_COMPILE_BELOW``): every program here serves several fits (the inverted ring, seven
+#: kernels, chi in {0, 10, 100, 1000}). Measured (issue 35, --fast seven-kernels fits of 600 sweeps on 600
+#: instances, one process, CPU seconds, machine shared): first fit with its compilation 26.1 optimized against 25.0,
+#: each further fit 1.9-3.0 against 5.7-5.8
+FAST_COMPILE = False
+
+
 def _fit_once(spec, data, method, seed, n):
     """(fit, truncated): one chain; ``truncated`` when the sampler refused births at the capacity (its
     RuntimeWarning is caught here; any other warning is passed on)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fit = zoo.fit(spec, data, method=method, seed=seed, num_chains=1, num_warmup=n, num_samples=n,
-                      progress_bar=False)
+                      progress_bar=False, fast_compile=FAST_COMPILE)
     truncated = False
     for w in caught:
         if issubclass(w.category, RuntimeWarning) and "max_active" in str(w.message):

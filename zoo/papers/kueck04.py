@@ -200,6 +200,13 @@ JUMP_NEIGHBOUR_SWAPS = False
 #: delta2's 224 / 228 / 83 against 278 / 639 / 582, the top kernels' indicators mixing worse (max r-hat 1.37 against
 #: 1.13 at seed 0, 1.37 against 1.11 at seed 3), the same seconds per sweep: no real gain, delta2 worse
 JUMP_INFORMED = False
+#: the jumps also propose splits of one active kernel into two neighbouring ones and merges of two into one
+#: (``zoo.inference.mil.jump``, split_merge: five kinds of try instead of three); off: births, deaths and swaps.
+#: Off by default (issue 29, session 8, ``scripts/kueck04_jump_ess.py --jumps 2 --max-active 100 --split-merge 1 0
+#: --seed 0 1 2`` on the ring, 4 x (1,000 + 1,000)): n_active bulk ESS 103.1 / 116.6 / 27.5 against 56.4 / 167.4 /
+#: 95.5 (means 82.4 against 106.4; worse at 2 of 3 seeds, r-hat 1.109 at seed 2), delta2's 197 / 420 / 636 against
+#: 278 / 518 / 639, set-identity changes at K <= 5 no more often, about the same seconds per sweep: no gain
+JUMP_SPLIT_MERGE = False
 
 
 def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool = False) -> MILConfig:
@@ -209,7 +216,7 @@ def mil_config(spec, prep: MILPrepared, z_sampler: str = "exact", store_z: bool 
     config = MILConfig(capacity=min(spec.options["max_active"], m), z_sampler=z_sampler, store_z=store_z,
                        delta2_log_prob=_prior_settings(spec)[1], jump_tries=JUMP_TRIES,
                        jump_fit_steps=JUMP_FIT_STEPS, jump_neighbour_swaps=JUMP_NEIGHBOUR_SWAPS,
-                       jump_informed=JUMP_INFORMED,
+                       jump_informed=JUMP_INFORMED, jump_split_merge=JUMP_SPLIT_MERGE,
                        row_function=KERNELS[spec.options["kernel"]] if prep.psi is None else None)
     # the Z-collapsed scale move and jumps need the exact Z | f draw after them (``mil_gibbs.mil_step``)
     return config if z_sampler == "exact" else config._replace(scale_tries=0, jump_tries=0)
@@ -399,10 +406,19 @@ def posterior_predictive(spec, prep: MILPrepared, samples: dict, seed: int) -> d
     leading = np.asarray(samples["beta"]).shape[:2]
     flat = {k: jnp.asarray(np.asarray(samples[k]).reshape((-1,) + np.asarray(samples[k]).shape[2:]))
             for k in ("gamma", "beta", "delta2")}
-    sites = ["group_label"] + (["fraction"] if spec.options["chi"] is not None else [])
-    simulated = Predictive(spec.program, posterior_samples=flat, return_sites=sites)(
-        jax.random.fold_in(jax.random.PRNGKey(seed), _PREDICTIVE_STREAM), **kwargs)
+    sites = ("group_label",) + (("fraction",) if spec.options["chi"] is not None else ())
+    simulated = _simulate_observations(jax.random.fold_in(jax.random.PRNGKey(seed), _PREDICTIVE_STREAM), flat,
+                                       kwargs, program=spec.program, sites=sites)
     return {k: np.asarray(v).reshape(leading + np.asarray(v).shape[1:]) for k, v in simulated.items()}
+
+
+@partial(jax.jit, static_argnames=("program", "sites"))
+def _simulate_observations(key, flat: dict, kwargs: dict, *, program, sites: tuple) -> dict:
+    """``numpyro.infer.Predictive`` of ``program`` at the draws ``flat`` (draw-leading arrays), compiled once per
+    program, sites and shapes: called eagerly, Predictive's map over draws is a new closure each time and compiled
+    anew on every fit (2-4 s a fit in ``zoo reproduce kueck04``). ``kwargs`` (the program's arrays, priors and chi)
+    are traced; chi None and the unobserved sites are part of the structure. Same random stream as the eager call."""
+    return Predictive(program, posterior_samples=flat, return_sites=list(sites))(key, **kwargs)
 
 
 #: the stream number of the posterior predictive's key (jax.random.fold_in of the fit's seed)
@@ -426,12 +442,28 @@ def predict(fit: Fit, data: Bags, max_draws: int | None = None) -> MILPrediction
 
 
 def _predict_arrays(beta, psi_new, bag_ids, n_bags: int) -> MILPrediction:
-    active = jnp.flatnonzero(jnp.any(beta != 0, axis=0))        # only columns ever active matter
-    f = beta[:, active] @ psi_new[:, active].T                  # (S, M)
+    """Instance and bag probabilities from the draws ``beta`` (S, M) and the new instances' kernel rows ``psi_new``
+    (N, M), bags ``bag_ids`` (N,). Only columns ever active matter; their count is rounded up to a power of two
+    with never-active columns (coefficient exactly 0 in every draw, so f is unchanged), so that one compiled
+    program serves every fit of the same shapes instead of a dozen operations compiled anew per active count."""
+    beta_host = np.asarray(beta)
+    ever = np.any(beta_host != 0, axis=0)
+    active, never = np.flatnonzero(ever), np.flatnonzero(~ever)
+    width = min(beta_host.shape[1], 1 << max(0, int(active.size) - 1).bit_length())
+    columns = np.concatenate([active, never[:width - active.size]]).astype(np.int32)
+    instance, bag = _predict_columns(jnp.asarray(beta), jnp.asarray(psi_new), jnp.asarray(bag_ids),
+                                     jnp.asarray(columns), n_bags=int(n_bags))
+    return MILPrediction(instance_proba=np.asarray(instance), bag_proba=np.asarray(bag))
+
+
+@partial(jax.jit, static_argnames=("n_bags",))
+def _predict_columns(beta, psi_new, bag_ids, columns, *, n_bags: int):
+    """(instance (N,), bag (n_bags,)) probabilities: the posterior means of Phi(f) and of 1 - prod Phi(-f) over the
+    draws, f = beta[:, columns] psi_new[:, columns]' (S, N)."""
+    f = beta[:, columns] @ psi_new[:, columns].T
     instance = jnp.mean(jnp.exp(log_ndtr(f)), axis=0)
     log_all_neg = jax.vmap(lambda lf: jax.ops.segment_sum(lf, bag_ids, n_bags))(log_ndtr(-f))
-    bag = 1.0 - jnp.mean(jnp.exp(log_all_neg), axis=0)
-    return MILPrediction(instance_proba=np.asarray(instance), bag_proba=np.asarray(bag))
+    return instance, 1.0 - jnp.mean(jnp.exp(log_all_neg), axis=0)
 
 
 def mcmc_kernel(z_sampler: str, allowed: tuple):
