@@ -170,3 +170,18 @@ def test_workers_share_a_compilation_cache_that_lives_as_long_as_the_pool(monkey
     with _workers.spawned_pool(1) as pool:
         assert pool.submit(os.getenv, "JAX_COMPILATION_CACHE_DIR").result() == str(own)
     assert own.is_dir()
+
+
+def test_a_killed_commands_cache_folder_is_removed_by_the_next_one(tmp_path):
+    """A command killed before its cleanup leaves its cache folder; the next pool removes it (its process is gone),
+    never a live command's."""
+    import subprocess
+    import sys
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = tmp_path / f"zoo-jax-cache-{int(dead.stdout)}-abc"
+    live = tmp_path / f"zoo-jax-cache-{os.getpid()}-def"
+    other = tmp_path / "zoo-jax-cache-notapid-ghi"
+    for folder in (orphan, live, other):
+        folder.mkdir()
+    _workers.remove_orphaned_caches(tmp_path)
+    assert not orphan.exists() and live.exists() and other.exists()

@@ -96,12 +96,34 @@ def shared_compilation_cache(environ=os.environ):
         return
     import shutil
     import tempfile
-    folder = tempfile.mkdtemp(prefix="zoo-jax-cache-")
+    remove_orphaned_caches(tempfile.gettempdir())
+    folder = tempfile.mkdtemp(prefix=f"zoo-jax-cache-{os.getpid()}-")
     try:
         yield {"JAX_COMPILATION_CACHE_DIR": folder,
                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": str(SHARED_CACHE_MIN_COMPILE_S)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_orphaned_caches(root) -> None:
+    """Remove the ``shared_compilation_cache`` folders in ``root`` whose command is gone (killed before it could
+    remove its own, e.g. by a timeout's signal): the folder's name carries that command's process id."""
+    import pathlib
+    import shutil
+    for folder in pathlib.Path(root).glob("zoo-jax-cache-*-*"):
+        pid = folder.name.split("-")[3]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:       # someone else's process
+        return True
+    return True
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ KERNEL_NAMES = ("gaussian", "linear", "cubic", "sigmoid", "multiquadric", "cauch
 
 #: the experiments' fits compile the sweep with XLA's optimizations (``fast_compile=False``), not by run length
 #: (``zoo.papers.kueck04.FAST_COMPILE_BELOW``): every program here serves several fits (the inverted ring, seven
-#: kernels, chi in {0, 10, 100, 1000}). Measured (issue 35, --fast seven-kernels fits of 600 sweeps on 600
+#: kernels, chi in {0, 10, 100, 1000}). Measured (issue 35, --fast seven-kernels fits of 600 sweeps on 300
 #: instances, one process, CPU seconds, machine shared): first fit with its compilation 26.1 optimized against 25.0,
 #: each further fit 1.9-3.0 against 5.7-5.8
 FAST_COMPILE = False
