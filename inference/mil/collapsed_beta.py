@@ -54,7 +54,7 @@ from zoo.inference.truncated_normal import log_ndtr_pair, probit_hazards
 __all__ = ["LaplaceFit", "FitTable", "AnchorCache", "empty_anchor", "ensure_anchor", "laplace_fit", "proposal_fit",
            "grid_cell", "grid_log_delta2", "collapsed_beta_move",
            "CollapsedData", "collapsed_group_log_likelihood", "log_target", "NEWTON_STEPS", "ANCHOR_STEPS", "T_DOF",
-           "chi_square_shapes"]
+           "chi_square_shapes", "score_and_curvature", "newton_fit"]
 
 #: Newton steps from the anchor to each proposal's centre, and from 0 to the anchor
 NEWTON_STEPS = 3
@@ -169,7 +169,7 @@ def collapsed_group_log_likelihood(f: jnp.ndarray, data: CollapsedData) -> jnp.n
 _group_log_likelihood = collapsed_group_log_likelihood
 
 
-def _score_and_curvature(f: jnp.ndarray, data: CollapsedData):
+def score_and_curvature(f: jnp.ndarray, data: CollapsedData):
     """(g, w), both (N,): g_i = d/df_i sum_g log p(obs_g | f) = pi_i lambda(f_i) - (1 - pi_i) lambda(-f_i) with
     pi_i = P(z_i > 0 | f, obs); w_i = pi_i c(f_i) + (1 - pi_i) c(-f_i), c(t) = lambda(t) (lambda(t) + t) in (0, 1)
     the curvature of -log Phi(t): the expected curvature over the signs (the observed one minus the variance of
@@ -186,14 +186,14 @@ def _precision(rows, w, gram_a, mask, delta2):
     return (rows * w) @ rows.T + gram_a / delta2 + jnp.diag(jnp.where(mask, 0.0, 1.0))
 
 
-def _newton(start, rows, gram_a, mask, data: CollapsedData, delta2_of: Callable, n_steps: int):
+def newton_fit(start, rows, gram_a, mask, data: CollapsedData, delta2_of: Callable, n_steps: int):
     """``n_steps`` (>= 1) Newton steps on log p(obs | Psi_a beta) - beta' A_aa beta / (2 delta2), delta2 =
     delta2_of(beta) (a constant, or the EM weight of the delta2-marginal for the anchor). Returns (point,
     Cholesky factor of the precision at the last step's start: the proposal's, saving one evaluation)."""
     def step(_, carry):
         beta, _ = carry
         delta2 = delta2_of(beta)
-        g, w = _score_and_curvature(beta @ rows, data)
+        g, w = score_and_curvature(beta @ rows, data)
         grad = rows @ g - gram_a @ beta / delta2
         chol = cholesky_lower(_precision(rows, w, gram_a, mask, delta2))
         new = jnp.where(mask, beta + solve_lower_transpose(chol, solve_lower(chol, grad)), 0.0)
@@ -207,7 +207,7 @@ def laplace_fit(anchor: jnp.ndarray, rows, gram_a, mask, data: CollapsedData, de
                 n_steps: int = NEWTON_STEPS) -> LaplaceFit:
     """The proposal at delta2: ``n_steps`` Newton steps from the anchor; the precision is the one of the
     last step (at the point before it: any deterministic choice keeps the move exact)."""
-    mean, chol = _newton(anchor, rows, gram_a, mask, data, lambda b: delta2, n_steps)
+    mean, chol = newton_fit(anchor, rows, gram_a, mask, data, lambda b: delta2, n_steps)
     return LaplaceFit(mean=mean, chol=chol, log_det_half=jnp.sum(jnp.log(jnp.diag(chol))))
 
 
@@ -243,7 +243,7 @@ def ensure_anchor(cache: AnchorCache, aset: ActiveSet, rows, gram_a, data: Colla
 
     def rebuild(c):
         em_delta2 = lambda b: (beta0 + 0.5 * b @ gram_a @ b) / (alpha0 + 0.5 * k)  # noqa: E731
-        point, _ = _newton(jnp.zeros_like(c.point), rows, gram_a, mask, data, em_delta2, ANCHOR_STEPS)
+        point, _ = newton_fit(jnp.zeros_like(c.point), rows, gram_a, mask, data, em_delta2, ANCHOR_STEPS)
         table = None if c.table is None else c.table._replace(filled=jnp.zeros_like(c.table.filled))
         return AnchorCache(point=point, members=aset.members.astype(c.members.dtype),
                            count=aset.count.astype(c.count.dtype), table=table)

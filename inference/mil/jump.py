@@ -47,7 +47,7 @@ adding it alone with its coefficient integrated out, the one-coefficient Laplace
 
     G_j = (psi_j' g)^2 / (2 (psi_j' W psi_j + A_jj / delta2)) - log(1 + delta2 psi_j' W psi_j / A_jj) / 2,
 
-g and W the score and expected curvature of log p(obs | f) at f_0 (``collapsed_beta._score_and_curvature``), and
+g and W the score and expected curvature of log p(obs | f) at f_0 (``collapsed_beta.score_and_curvature``), and
 
     q(j | state) = (1 - EPS) exp(G_j / 2) / sum_k exp(G_k / 2) + EPS / (number of inactive kernels),
 
@@ -92,8 +92,8 @@ from jax.scipy.special import betaln, logsumexp
 
 from zoo.inference.linalg import (ActiveSet, apply_birth, apply_death, birth_terms, cholesky_lower,
                                   solve_lower_transpose)
-from zoo.inference.mil.collapsed_beta import (ANCHOR_STEPS, NEWTON_STEPS, CollapsedData, LaplaceFit, _newton,
-                                              _score_and_curvature, collapsed_group_log_likelihood, laplace_fit)
+from zoo.inference.mil.collapsed_beta import (ANCHOR_STEPS, NEWTON_STEPS, CollapsedData, LaplaceFit, newton_fit,
+                                              score_and_curvature, collapsed_group_log_likelihood, laplace_fit)
 from zoo.inference.mil.swap import swap_weights
 
 __all__ = ["jump_move", "jump_log_target", "set_fit", "gain_log_weights", "informed_log_q", "FitSteps", "FIT_STEPS",
@@ -141,7 +141,7 @@ def set_fit(aset: ActiveSet, rows, gram_a, data: CollapsedData, delta2, alpha0, 
     anchor = jnp.zeros(gram_a.shape[0], gram_a.dtype)
     if steps.anchor > 0:
         em_delta2 = lambda b: (beta0 + 0.5 * b @ gram_a @ b) / (alpha0 + 0.5 * k)  # noqa: E731
-        anchor, _ = _newton(anchor, rows, gram_a, mask, data, em_delta2, steps.anchor)
+        anchor, _ = newton_fit(anchor, rows, gram_a, mask, data, em_delta2, steps.anchor)
     return laplace_fit(anchor, rows, gram_a, mask, data, delta2, steps.newton), anchor
 
 
@@ -179,7 +179,7 @@ def _basis_matrix(psi_t, m: int) -> jnp.ndarray:
 def gain_log_weights(f0, psi, gram, data: CollapsedData, delta2) -> jnp.ndarray:
     """(M,) G_j / 2 at the base predictor f0 (N,): half the one-coefficient Laplace log evidence gain of adding
     kernel j (module docstring); psi (M, N) = Psi', gram (M, M)."""
-    g, w = _score_and_curvature(f0, data)
+    g, w = score_and_curvature(f0, data)
     score = psi @ g
     info = (psi * psi) @ w
     prior_precision = jnp.diagonal(gram) / delta2

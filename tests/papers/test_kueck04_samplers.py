@@ -143,7 +143,7 @@ def test_group_log_likelihood_and_sign_marginals_match_enumeration(weighted):
 def test_collapsed_terms_pure_group_shortcut_equals_the_general_computation():
     """The collapsed move handles groups of known signs directly (dp_groups lists the others): the same group
     log-likelihoods, sign marginals and Newton terms as the general forward pass over every group."""
-    from zoo.inference.mil.collapsed_beta import CollapsedData, _collapsed_terms, _score_and_curvature
+    from zoo.inference.mil.collapsed_beta import CollapsedData, _collapsed_terms, score_and_curvature
     layout = _layout()
     for kind in ((1, 2, 0), (0, 3, 2), (2, 0, 0)):
         kind = jnp.array(kind)
@@ -152,7 +152,7 @@ def test_collapsed_terms_pure_group_shortcut_equals_the_general_computation():
         split = CollapsedData(layout=layout, kind=kind, log_weight=None, dp_groups=dp)
         for a, b in zip(_collapsed_terms(F, general, True), _collapsed_terms(F, split, True)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
-        for a, b in zip(_score_and_curvature(F, general), _score_and_curvature(F, split)):
+        for a, b in zip(score_and_curvature(F, general), score_and_curvature(F, split)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
 
 
