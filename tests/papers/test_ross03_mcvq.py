@@ -326,3 +326,24 @@ def test_posterior_holds_draws_of_q_and_relabelled_vqs(simulated_fit):
     assert loo.n_samples == 400 and np.isfinite(loo.elpd_loo)
     table = fit.diagnose(var_names=["b", "r"])
     assert table.loc["b", "verdict"].startswith("point estimate") and table.attrs["inference"] == "variational"
+
+
+def test_posterior_predictive_replicates_the_cases_at_each_draw_of_q(simulated_fit):
+    """Posterior predictive of variational EM (issue 30): replicated cases drawn at each draw of q. (Moved from
+    test_predictive_groups.py in issue 35, where it read a fit of ross03.mcvq_supervised of its own: the replicates
+    are drawn by the code shared by the three ross03 models; the module's fit serves it.) The prior predictive's
+    refusal for a model whose program does not simulate from priors is checked here too."""
+    from zoo.core.prior_predictive import add_prior_predictive
+
+    fit, X, _ = simulated_fit
+    rep = fit.idata.posterior_predictive["x"]
+    assert rep.dims == ("chain", "draw", "case", "dim") and rep.shape[1:] == (100, 250, 12)
+    # the replicated cases follow the observed ones
+    mean = rep.mean(dim=("chain", "draw")).values
+    assert np.corrcoef(mean.ravel(), X[:250].ravel())[0, 1] > 0.9
+    # replicates are draws, not the means: their spread around a case's mean is about the states' sd
+    spread = float(rep.std(dim=("chain", "draw")).mean())
+    sigma = float(np.mean(fit.idata.variational_parameters["sigma"].values))
+    assert 0.5 * sigma < spread < 3.0 * sigma, (spread, sigma)
+    with pytest.raises(ValueError, match="program_kwargs"):
+        add_prior_predictive(fit)

@@ -150,6 +150,24 @@ def test_posterior_holds_draws_of_the_fitted_q(lda_fit, hdp_fit):
                for words in ("variational", "restarts disagree", "objective not converged"))
 
 
+def test_posterior_predictive_replicates_each_images_counts_with_its_totals(lda_fit, synthetic):
+    """Posterior predictive of the variational fit (issue 30): replicated counts drawn at each draw of q. (Moved
+    from test_predictive_groups.py in issue 35: it read a fit of its own, one more compilation of MoM-LDA; the
+    module's fit serves it.)"""
+    data, _ = synthetic
+    for site, observed in (("words", data.words), ("visual_words", data.visual_words)):
+        rep = lda_fit.idata.posterior_predictive[site]
+        assert rep.dims[:3] == ("chain", "draw", "image") and rep.shape[2:] == observed.shape
+        assert rep.shape[:2] == lda_fit.idata.posterior["phi_b"].shape[:2]       # one replicate per draw of q
+        # a multinomial keeps each image's number of tokens exactly
+        np.testing.assert_array_equal(rep.values.sum(-1), np.broadcast_to(observed.sum(1), rep.shape[:3]))
+        # and puts them where the fitted topics put the observed ones
+        mean = rep.mean(dim=("chain", "draw")).values
+        assert np.corrcoef(mean.ravel(), np.asarray(observed, float).ravel())[0, 1] > 0.5
+        # replicates are draws, not their mean: they vary between draws
+        assert float(rep.std(dim=("chain", "draw")).mean()) > 0
+
+
 def test_topics_relabelled_beside_the_raw_draws(lda_fit):
     """Topics switch labels between restarts: <site>_relabelled aligns them (zoo.core.relabel), so the restarts of a
     well-identified synthetic problem agree after relabelling while the raw labels need not."""
@@ -326,3 +344,19 @@ def test_hdp_fit_keeps_every_used_factor_in_beta():
     beta = fit.state.beta
     assert usage.max() < 0.2, usage.max()
     assert beta.min() > 0.01 and np.all(beta > 0.3 * usage), (beta, usage)
+
+
+def test_prior_predictive_of_a_zoo_model(lda_fit, synthetic):
+    """``add_prior_predictive`` on a zoo model whose program simulates from its priors (issue 30; its refusal for a
+    model that does not: test_ross03_mcvq.py). Last in the module: it adds groups (prior, prior_predictive) to the
+    module's fit in place, which the tests above do not read."""
+    from zoo.core.prior_predictive import add_prior_predictive
+
+    data, _ = synthetic
+    add_prior_predictive(lda_fit, num_samples=20)
+    words = lda_fit.idata.prior_predictive["words"]
+    assert words.dims == ("chain", "draw", "image", "word") and words.shape == (1, 20) + data.words.shape
+    np.testing.assert_array_equal(words.values.sum(-1)[0], np.broadcast_to(data.words.sum(1), (20, 300)))
+    assert {"pi", "phi_w", "phi_b"} <= set(lda_fit.idata.prior.data_vars)
+    # draws from the priors, not the fit: they differ from the posterior's replicates
+    assert not np.allclose(words.values.mean((0, 1)), lda_fit.idata.posterior_predictive["words"].values.mean((0, 1)))
