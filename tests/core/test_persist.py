@@ -101,15 +101,22 @@ def test_reloaded_priors_and_options_are_the_fits(tmp_path):
     assert json.loads(loaded.provenance["zoo_priors"])["tau2"] == "InverseGamma(concentration=2.0, rate=0.5)"
 
 
-def test_the_file_is_inference_data_for_arviz(tmp_path):
+@pytest.fixture(scope="module")
+def mixture_fit():
+    """One short EM fit of the mixture, shared by the tests below that only save it (each fitted its own: the same
+    fit three times, issue 35); they never change the fit."""
+    return zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+
+
+def test_the_file_is_inference_data_for_arviz(tmp_path, mixture_fit):
     import arviz as az
-    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+    fit = mixture_fit
     idata = az.from_netcdf(str(fit.save(tmp_path / "fit.nc")))
     assert "posterior" in idata.groups() and idata.posterior["tau2"].shape == fit.idata.posterior["tau2"].shape
 
 
-def test_saving_never_replaces_a_file_unless_asked(tmp_path):
-    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+def test_saving_never_replaces_a_file_unless_asked(tmp_path, mixture_fit):
+    fit = mixture_fit
     path = tmp_path / "fit.nc"
     path.write_bytes(b"precious")
     with pytest.raises(ValueError, match="exists"):
@@ -119,9 +126,8 @@ def test_saving_never_replaces_a_file_unless_asked(tmp_path):
     assert zoo.load_fit(path).method == "map_em"
 
 
-def test_a_file_cannot_name_code_outside_zoo(tmp_path):
-    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
-    path = fit.save(tmp_path / "fit.nc")
+def test_a_file_cannot_name_code_outside_zoo(tmp_path, mixture_fit):
+    path = mixture_fit.save(tmp_path / "fit.nc")
     with xr.open_dataset(path, group="zoo_spec") as stored:
         spec = stored.load()
     record = json.loads(spec.attrs["structure"])
@@ -170,11 +176,9 @@ def _rewrite_structure(path, group, edit):
     return out
 
 
-def test_a_file_of_a_newer_format_or_an_unknown_module_is_refused(tmp_path):
+def test_a_file_of_a_newer_format_or_an_unknown_module_is_refused(tmp_path, mixture_fit):
     import arviz as az
-    # max_iter as in the tests above (a static argument of the compiled EM): their compiled program is reused
-    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
-    path = fit.save(tmp_path / "fit.nc")
+    path = mixture_fit.save(tmp_path / "fit.nc")
     idata = az.from_netcdf(str(path))
     idata.zoo_spec["zoo_format"] = idata.zoo_spec["zoo_format"] + 1
     newer = tmp_path / "newer.nc"
