@@ -59,10 +59,16 @@ def _mil_bags(variant: str) -> Bags:
     return Bags(d.X, d.bag_ids, group_labels=d.group_labels, fractions=d.fractions)
 
 
+#: kueck04's golden problem (model options, ``_mil_bags``) and run: tests/core/test_persist.py and test_determinism.py
+#: fit kueck04.hybrid on the same on purpose: the same shapes and options compile the same sampler, which the run's
+#: shared compilation cache (tests/conftest.py) then serves to all three files (issue 35)
+KUECK04_MODEL = dict(kernel="gaussian", width=1.0, max_active=12)
+KUECK04_RUN = dict(num_chains=2, num_warmup=15, num_samples=10, progress_bar=False)
+
+
 def _kueck04(variant: str, method: str = "blocked_gibbs", **options):
-    spec = zoo.model(f"kueck04.{variant}", kernel="gaussian", width=1.0, max_active=12)
-    return zoo.fit(spec, _mil_bags(variant), method=method, seed=1, num_chains=2, num_warmup=15, num_samples=10,
-                   progress_bar=False, **options)
+    spec = zoo.model(f"kueck04.{variant}", **KUECK04_MODEL)
+    return zoo.fit(spec, _mil_bags(variant), method=method, seed=1, **KUECK04_RUN, **options)
 
 
 def _gustafson07(variant: str):

@@ -6,18 +6,15 @@ import numpy as np
 import pytest
 
 import zoo
-from zoo.data import Bags
 from zoo.data.mil import ring_data
 
+from test_golden_draws import KUECK04_MODEL, KUECK04_RUN, _mil_bags  # noqa: E402  (tests/ is on sys.path)
+
 RING = ring_data(n=30, seed=4)
-#: the golden draws' kueck04 problem and run length (tests/test_golden_draws.py ``_kueck04``: ring_data(n=60, seed=3),
-#: Gaussian kernel of width 1, 12 active at most, 2 chains of 15 + 10 sweeps): the same shapes and options compile the
-#: same sampler, which the suite's shared compilation cache (tests/conftest.py) then serves to both files (issue 35:
-#: this case compiled its own, 25.8 s of the 2-core suite)
-_golden_ring = ring_data(n=60, seed=3)
-GOLDEN_RING = Bags(_golden_ring.X, _golden_ring.bag_ids, group_labels=_golden_ring.group_labels,
-                   fractions=_golden_ring.fractions)
-GOLDEN_KUECK04 = dict(kernel="gaussian", width=1.0, max_active=12)
+#: the golden draws' kueck04 problem and run (tests/test_golden_draws.py): the same sampler as theirs, compiled once
+#: for both files through the run's shared compilation cache (issue 35: this case compiled its own, 25.8 s of the
+#: 2-core suite)
+GOLDEN_BAGS = _mil_bags("hybrid")
 SEC2 = zoo.load_dataset("carbonetto03_sec2")
 
 
@@ -34,8 +31,7 @@ def _assert_same(a: dict, b: dict):
 # the default suite keeps one custom sampler (the golden draws check the others on the recording machine); the
 # generic methods and the other chain methods run in the extended tier (CI)
 CASES = [
-    ("kueck04.hybrid", GOLDEN_RING, dict(num_chains=2, num_warmup=15, num_samples=10, chain_method="vectorized",
-                                         model_options=GOLDEN_KUECK04)),
+    ("kueck04.hybrid", GOLDEN_BAGS, dict(KUECK04_RUN, chain_method="vectorized", model_options=KUECK04_MODEL)),
     pytest.param("kueck04.hybrid", RING, dict(num_chains=2, num_warmup=5, num_samples=5, chain_method="sequential"),
                  marks=pytest.mark.extended),
     # the full-covariance EM compiles for about 20 s; the golden draws check its determinism on the recording
