@@ -24,7 +24,6 @@ which rewrites both files with this machine as the recording platform. At the en
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -287,18 +286,9 @@ def check_against_golden(case: str, arrays: dict[str, np.ndarray], same_platform
     return rounding_differences(expected, arrays, RTOL[case.split(".")[0]])
 
 
-@functools.cache
-def _case_arrays(case: str) -> dict[str, np.ndarray]:
-    """The arrays of one case's fit, fitted once per test process (read-only: callers copy before changing)."""
-    arrays = _arrays({**CASES, **SLOW_CASES}[case]())
-    for array in arrays.values():
-        array.flags.writeable = False
-    return arrays
-
-
 @pytest.mark.parametrize("case", list(CASES) + [pytest.param(c, marks=pytest.mark.slow) for c in SLOW_CASES])
 def test_draws_match_the_recorded_golden_draws(case):
-    arrays = _case_arrays(case)
+    arrays = _arrays({**CASES, **SLOW_CASES}[case]())
     if RECORD:
         _save_golden(case, arrays)
         return
@@ -351,9 +341,8 @@ def test_rounding_path_compares_floats_only_while_discrete_draws_agree():
 
 def test_a_recorded_case_passes_the_other_platform_path():
     """The MAP-EM case against its recording as if this were another machine: the tolerance path on real draws
-    (on the recording machine itself the default test above takes the exact path). The fit is the default test's
-    (``_case_arrays``: fitted once per process)."""
-    arrays = dict(_case_arrays("carbonetto03.shrinkage_mixture/map_em"))
+    (on the recording machine itself the default test above takes the exact path)."""
+    arrays = _arrays(_carbonetto03())
     assert check_against_golden("carbonetto03.shrinkage_mixture/map_em", arrays, same_platform=False) == []
     arrays["posterior/mu"] = arrays["posterior/mu"] * (1 + 1e-6)
     assert check_against_golden("carbonetto03.shrinkage_mixture/map_em", arrays, same_platform=False)
