@@ -17,8 +17,9 @@ from zoo.core.provenance import PROVENANCE_KEYS
 
 # model id -> builder of (model options, data for the fit, data for predictions, fit options): the same cases as the
 # fit-file fixtures, so that a file saved today and one saved by an earlier main are made alike
-from test_fit_fixtures import CASES, _two_class_matrix  # noqa: E402  (tests/core is on sys.path)
-from test_golden_draws import KUECK04_MODEL, KUECK04_RUN, _mil_bags  # noqa: E402  (tests/ is on sys.path)
+from test_fit_fixtures import CASES  # noqa: E402  (tests/core is on sys.path)
+from test_golden_draws import (KUECK04_MODEL, KUECK04_RUN, ROSS03_MODEL, ROSS03_RUN,  # noqa: E402
+                               _mil_bags, _ross03_values)  # noqa: E402  (tests/ is on sys.path)
 
 
 def _fields(prediction) -> dict[str, np.ndarray]:
@@ -87,13 +88,13 @@ def test_compile_time_is_measured():
 
 def test_overflowing_fit_is_an_error_naming_the_data():
     """Issue 17.8 with a real overflow: valid (finite) data at 1e160 make the MCVQ's squared errors overflow;
-    the registry's check names the data's scale. Same shapes as the MCVQ case above, whose compiled EM it reuses
-    where that case runs (the extended tier); in the default suite it compiles the EM itself."""
-    X = _two_class_matrix().matrix.values * 1e160
+    the registry's check names the data's scale. The golden draws' MCVQ problem and run (tests/test_golden_draws.py)
+    scaled up: the same shapes and options, so that the run's shared compilation cache serves this fit the EM
+    compiled there (issue 35; alone it compiles the EM itself)."""
+    X = _ross03_values() * 1e160
     with pytest.raises(NonFiniteResultError, match=r"ross03.mcvq.*non-finite.*the data's 'values' has values up "
                                                    r"to .*e\+160.*rescale"):
-        zoo.fit(zoo.model("ross03.mcvq", n_vqs=2, n_states=2), Matrix(X), seed=3, max_iter=3, progress_bar=False,
-                sigma_floor=1.0)
+        zoo.fit(zoo.model("ross03.mcvq", **ROSS03_MODEL), Matrix(X), seed=3, sigma_floor=1.0, **ROSS03_RUN)
 
 
 def test_reloaded_priors_and_options_are_the_fits(tmp_path):
