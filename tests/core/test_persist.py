@@ -17,7 +17,9 @@ from zoo.core.provenance import PROVENANCE_KEYS
 
 # model id -> builder of (model options, data for the fit, data for predictions, fit options): the same cases as the
 # fit-file fixtures, so that a file saved today and one saved by an earlier main are made alike
-from test_fit_fixtures import CASES, _two_class_matrix  # noqa: E402  (tests/core is on sys.path)
+from test_fit_fixtures import CASES  # noqa: E402  (tests/core is on sys.path)
+from test_golden_draws import (KUECK04_MODEL, KUECK04_RUN, ROSS03_MODEL, ROSS03_RUN,  # noqa: E402
+                               _mil_bags, _ross03_values)  # noqa: E402  (tests/ is on sys.path)
 
 
 def _fields(prediction) -> dict[str, np.ndarray]:
@@ -32,13 +34,17 @@ def test_every_model_id_is_covered():
 #: written before are loaded by test_fit_fixtures.py); the other model ids run in the extended tier (CI, after the
 #: default suite); cvfs (20-25 s) in the slow one
 _DEFAULT_SUITE = ("carbonetto03.translation", "kueck04.hybrid")
+#: kueck04.hybrid here on the golden draws' problem and run (tests/test_golden_draws.py) instead of the fit-file
+#: fixtures' case: the sampler they compile (about 20 s on a 2-core machine) is then compiled once for both files,
+#: through the run's shared compilation cache (issue 35)
+_GOLDEN_KUECK04 = (KUECK04_MODEL, _mil_bags("hybrid"), None, KUECK04_RUN)
 
 
 @pytest.mark.parametrize("model_id", [pytest.param(m, marks=pytest.mark.slow) if m == "gustafson07.cvfs" else
                                       m if m in _DEFAULT_SUITE else pytest.param(m, marks=pytest.mark.extended)
                                       for m in sorted(CASES)])
 def test_saved_fit_predicts_identically(model_id, tmp_path):
-    options, data, new_data, fit_options = CASES[model_id]()
+    options, data, new_data, fit_options = CASES[model_id]() if model_id != "kueck04.hybrid" else _GOLDEN_KUECK04
     fit = zoo.fit(zoo.model(model_id, **options), data, seed=3, **fit_options)
     path = fit.save(tmp_path / "fit.nc")
     loaded = zoo.load_fit(path)
@@ -82,13 +88,13 @@ def test_compile_time_is_measured():
 
 def test_overflowing_fit_is_an_error_naming_the_data():
     """Issue 17.8 with a real overflow: valid (finite) data at 1e160 make the MCVQ's squared errors overflow;
-    the registry's check names the data's scale. Same shapes as the MCVQ case above, whose compiled EM it reuses
-    where that case runs (the extended tier); in the default suite it compiles the EM itself."""
-    X = _two_class_matrix().matrix.values * 1e160
+    the registry's check names the data's scale. The golden draws' MCVQ problem and run (tests/test_golden_draws.py)
+    scaled up: the same shapes and options, so that the run's shared compilation cache serves this fit the EM
+    compiled there (issue 35; alone it compiles the EM itself)."""
+    X = _ross03_values() * 1e160
     with pytest.raises(NonFiniteResultError, match=r"ross03.mcvq.*non-finite.*the data's 'values' has values up "
                                                    r"to .*e\+160.*rescale"):
-        zoo.fit(zoo.model("ross03.mcvq", n_vqs=2, n_states=2), Matrix(X), seed=3, max_iter=3, progress_bar=False,
-                sigma_floor=1.0)
+        zoo.fit(zoo.model("ross03.mcvq", **ROSS03_MODEL), Matrix(X), seed=3, sigma_floor=1.0, **ROSS03_RUN)
 
 
 def test_reloaded_priors_and_options_are_the_fits(tmp_path):
@@ -101,15 +107,22 @@ def test_reloaded_priors_and_options_are_the_fits(tmp_path):
     assert json.loads(loaded.provenance["zoo_priors"])["tau2"] == "InverseGamma(concentration=2.0, rate=0.5)"
 
 
-def test_the_file_is_inference_data_for_arviz(tmp_path):
+@pytest.fixture(scope="module")
+def mixture_fit():
+    """One short EM fit of the mixture, shared by the tests below that only save it (each fitted its own: the same
+    fit three times, issue 35); they never change the fit."""
+    return zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+
+
+def test_the_file_is_inference_data_for_arviz(tmp_path, mixture_fit):
     import arviz as az
-    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+    fit = mixture_fit
     idata = az.from_netcdf(str(fit.save(tmp_path / "fit.nc")))
     assert "posterior" in idata.groups() and idata.posterior["tau2"].shape == fit.idata.posterior["tau2"].shape
 
 
-def test_saving_never_replaces_a_file_unless_asked(tmp_path):
-    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
+def test_saving_never_replaces_a_file_unless_asked(tmp_path, mixture_fit):
+    fit = mixture_fit
     path = tmp_path / "fit.nc"
     path.write_bytes(b"precious")
     with pytest.raises(ValueError, match="exists"):
@@ -119,9 +132,8 @@ def test_saving_never_replaces_a_file_unless_asked(tmp_path):
     assert zoo.load_fit(path).method == "map_em"
 
 
-def test_a_file_cannot_name_code_outside_zoo(tmp_path):
-    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
-    path = fit.save(tmp_path / "fit.nc")
+def test_a_file_cannot_name_code_outside_zoo(tmp_path, mixture_fit):
+    path = mixture_fit.save(tmp_path / "fit.nc")
     with xr.open_dataset(path, group="zoo_spec") as stored:
         spec = stored.load()
     record = json.loads(spec.attrs["structure"])
@@ -170,11 +182,9 @@ def _rewrite_structure(path, group, edit):
     return out
 
 
-def test_a_file_of_a_newer_format_or_an_unknown_module_is_refused(tmp_path):
+def test_a_file_of_a_newer_format_or_an_unknown_module_is_refused(tmp_path, mixture_fit):
     import arviz as az
-    # max_iter as in the tests above (a static argument of the compiled EM): their compiled program is reused
-    fit = zoo.fit(zoo.model("carbonetto03.shrinkage_mixture"), zoo.load_dataset("carbonetto03_sec2"), max_iter=10)
-    path = fit.save(tmp_path / "fit.nc")
+    path = mixture_fit.save(tmp_path / "fit.nc")
     idata = az.from_netcdf(str(path))
     idata.zoo_spec["zoo_format"] = idata.zoo_spec["zoo_format"] + 1
     newer = tmp_path / "newer.nc"
