@@ -452,18 +452,20 @@ def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y:
 def _add_replicated_features(idata, problem: RegionProblem, variant: str, arrays: RegionArrays, draws: dict,
                              seed: int) -> None:
     """FS / CVFS (in place): replicated features X at each draw into ``posterior_predictive`` (up to ``MAX_STORED``
-    numbers; beyond, at every stride-th draw), the integrated-out (mu_k, Sigma_k) drawn from their conditionals on the draw's masks
-    (``zoo.papers.gustafson07_impute.replicate_selected_features``); FS's (delta, Omega): the sampler's fixed ones."""
+    numbers; beyond, at every stride-th draw), the integrated-out (mu_k, Sigma_k) drawn from their conditionals on
+    the draw's masks (``zoo.papers.gustafson07_impute.replicate_selected_features``); FS's (delta, Omega): the
+    sampler's fixed ones."""
     import xarray as xr
 
     p = arrays.X.shape[1]
+    all_Y = np.asarray(draws["Y"])                      # (chain, draw, region)
     # over MAX_STORED numbers, every stride-th draw (the group's ``draw`` coordinate names which), so that a long
     # fit still has a posterior predictive for az.plot_ppc; stride 1 (every draw) below the cap
-    n_draws = np.asarray(draws["Y"]).shape[1]
-    numbers_per_draw = np.asarray(draws["Y"]).size // n_draws * p
+    n_draws = all_Y.shape[1]
+    numbers_per_draw = all_Y.size // n_draws * p
     stride = int(np.ceil(n_draws / max(1, int(MAX_STORED // numbers_per_draw))))
     kept = np.arange(0, n_draws, stride)
-    Y, M = np.asarray(draws["Y"])[:, kept], np.asarray(draws["M"])[:, kept]
+    Y, M = all_Y[:, kept], np.asarray(draws["M"])[:, kept]
     leading = Y.shape[:2]
     if variant == "cvfs":
         delta, Omega = np.asarray(draws["delta"])[:, kept], np.asarray(draws["Omega"])[:, kept]
