@@ -272,14 +272,42 @@ COLUMN_MOVES = 1
 DEFAULT_SAMPLES = {"full": 1000, "fs": 1000, "cvfs": 5000}
 
 
-def _headline_draws(draws: dict, variant: str) -> dict:
-    """The headline sites of a run's collected draws (chain, draw, ...), as the posterior holds them."""
+def _headline_draws(draws: dict, variant: str, full_means: "_ImputedMeans | None" = None) -> dict:
+    """The headline sites of a run's collected draws (chain, draw, ...), as the posterior holds them. FULL's
+    headline mu is not collected by the sampler (it integrates mu out): ``full_means`` imputes it from the label
+    draws (required for FULL)."""
+    if variant == "full":
+        # n_relevant = p, fixed by the model: mu is FULL's only headline site (issue 29: without it the
+        # run-until-converged rule found nothing to judge and stopped at its first check)
+        return {"mu": full_means(np.asarray(draws["Y"]))}
     out = {"n_relevant": draws["n_relevant"].sum(-1) if variant == "cvfs" else draws["n_relevant"][..., 0]}
     if variant == "cvfs":
         out.update(M=draws["M"][:, :, 1:], alpha=draws["alpha"])
-    elif variant == "fs":
+    else:
         out["M"] = draws["M"][:, :, 0]
     return out
+
+
+#: the stream number of the key with which ``num_samples="auto"`` imputes FULL's mu for its checks (not the stored
+#: mu's ``IMPUTE_STREAM``: the fit's stored draws are those of a fixed-length run of the same length)
+CHECK_IMPUTE_STREAM = 12
+
+
+class _ImputedMeans:
+    """FULL's mu (chain, draw, K+1, p) for the run-until-converged checks: each check's new label draws imputed
+    once from their eq. 8-9 conditional (``impute_full``, Sigma not kept) and kept, so a check costs its new
+    draws only (the chunks have one shape: compiled once)."""
+
+    def __init__(self, problem: RegionProblem, key):
+        self.problem, self.key, self.pieces, self.seen = problem, key, [], 0
+
+    def __call__(self, Y: np.ndarray) -> np.ndarray:
+        if Y.shape[1] > self.seen:
+            new = np.ascontiguousarray(Y[:, self.seen:])
+            mu, _ = impute_full(self.problem, new, jax.random.fold_in(self.key, self.seen), keep_sigma=False)
+            self.pieces.append(mu)
+            self.seen = Y.shape[1]
+        return np.concatenate(self.pieces, axis=1)
 
 
 def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup: int = 200,
@@ -361,15 +389,18 @@ def _collapsed_gibbs(spec, data, seed: int = 0, num_chains: int = 4, num_warmup:
                                       num_warmup=num_warmup, num_samples=num_samples, thinning=thinning,
                                       collect=names, progress=progress, chain_method=chain_method)
         else:
+            means = _ImputedMeans(problem, jax.random.fold_in(jax.random.PRNGKey(seed), CHECK_IMPUTE_STREAM)) \
+                if variant == "full" else None
             run = sample_until(build_gibbs_kernel, variant, problem,
                                jax.random.split(jax.random.PRNGKey(seed), num_chains), num_warmup=num_warmup,
-                               converged=lambda d: not short_of(_headline_draws(d, variant), auto.target_ess),
+                               converged=lambda d: not short_of(_headline_draws(d, variant, means),
+                                                                auto.target_ess),
                                time_budget=auto.time_budget, max_sampling_sweeps=auto.max_draws,
                                check_every=auto.check_every, observe=Collect(variant, tuple(names)),
                                accumulate=label_proba_sum, thinning=thinning, keep_index=0, chunk=50,
                                chain_method=chain_method, progress=progress)
             draws, result = run.result.draws, run.result
-            report = auto_report(run, short_of(_headline_draws(draws, variant), auto.target_ess), auto)
+            report = auto_report(run, short_of(_headline_draws(draws, variant, means), auto.target_ess), auto)
     # the Rao-Blackwellized label probabilities: eq. 1 averaged over every sampling sweep of every chain
     rb = np.asarray(result.running).sum(0) / max(num_chains * result.n_running, 1)
     last = result.last
@@ -421,18 +452,20 @@ def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y:
 def _add_replicated_features(idata, problem: RegionProblem, variant: str, arrays: RegionArrays, draws: dict,
                              seed: int) -> None:
     """FS / CVFS (in place): replicated features X at each draw into ``posterior_predictive`` (up to ``MAX_STORED``
-    numbers; beyond, at every stride-th draw), the integrated-out (mu_k, Sigma_k) drawn from their conditionals on the draw's masks
-    (``zoo.papers.gustafson07_impute.replicate_selected_features``); FS's (delta, Omega): the sampler's fixed ones."""
+    numbers; beyond, at every stride-th draw), the integrated-out (mu_k, Sigma_k) drawn from their conditionals on
+    the draw's masks (``zoo.papers.gustafson07_impute.replicate_selected_features``); FS's (delta, Omega): the
+    sampler's fixed ones."""
     import xarray as xr
 
     p = arrays.X.shape[1]
+    all_Y = np.asarray(draws["Y"])                      # (chain, draw, region)
     # over MAX_STORED numbers, every stride-th draw (the group's ``draw`` coordinate names which), so that a long
     # fit still has a posterior predictive for az.plot_ppc; stride 1 (every draw) below the cap
-    n_draws = np.asarray(draws["Y"]).shape[1]
-    numbers_per_draw = np.asarray(draws["Y"]).size // n_draws * p
+    n_draws = all_Y.shape[1]
+    numbers_per_draw = all_Y.size // n_draws * p
     stride = int(np.ceil(n_draws / max(1, int(MAX_STORED // numbers_per_draw))))
     kept = np.arange(0, n_draws, stride)
-    Y, M = np.asarray(draws["Y"])[:, kept], np.asarray(draws["M"])[:, kept]
+    Y, M = all_Y[:, kept], np.asarray(draws["M"])[:, kept]
     leading = Y.shape[:2]
     if variant == "cvfs":
         delta, Omega = np.asarray(draws["delta"])[:, kept], np.asarray(draws["Omega"])[:, kept]

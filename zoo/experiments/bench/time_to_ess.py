@@ -148,17 +148,32 @@ CASES = (("gustafson07.fs", "gustafson07_sec6", {}), ("gustafson07.cvfs", "gusta
          ("kueck04.constraint", "kueck04_ring", {}), ("gustafson07.fs", BENCH_FS, {}))
 
 
-def time_to_ess_table(fast: bool = False, budget: float | None = None):
+#: the rows' names (``time_to_ess_table(rows=...)``): the zoo's samplers (model id @ data), then the peers
+ROW_NAMES = tuple(f"{model_id}@{dataset}" for model_id, dataset, _ in CASES) + ("dhmcg@" + BENCH_FS,
+                                                                                  "nuts@carbonetto03_sec2")
+
+
+def time_to_ess_row(name: str, budget: float) -> dict:
+    """One row of the table by its name in ``ROW_NAMES``."""
+    if name not in ROW_NAMES:
+        raise ValueError(f"rows: {name!r} is not one of {', '.join(ROW_NAMES)}")
+    if name.startswith("dhmcg@"):
+        return _discrete_hmc_gibbs_row(budget)
+    if name.startswith("nuts@"):
+        return _nuts_row(budget)
+    model_id, dataset, options = CASES[ROW_NAMES.index(name)]
+    return _auto_row(model_id, dataset, budget, **options)
+
+
+def time_to_ess_table(fast: bool = False, budget: float | None = None, rows=None):
     """The table (pandas DataFrame), one row per sampler: reached, sweeps per chain, seconds to ESS 400 after
     compilation, the worst headline ESS at the stop, wall and compile seconds. Each run's sampling budget:
-    ``budget`` seconds, else 30 (``fast``) or 300."""
+    ``budget`` seconds, else 30 (``fast``) or 300. ``rows``: names of ``ROW_NAMES`` (None: all, in that order;
+    one process can then run one row, so that rows run side by side on a machine with cores to spare)."""
     import pandas as pd
 
     budget = float(budget) if budget is not None else (30.0 if fast else 300.0)
-    rows = [_auto_row(model_id, dataset, budget, **options) for model_id, dataset, options in CASES]
-    rows.append(_discrete_hmc_gibbs_row(budget))
-    rows.append(_nuts_row(budget))
-    return pd.DataFrame(rows)
+    return pd.DataFrame([time_to_ess_row(name, budget) for name in (ROW_NAMES if rows is None else rows)])
 
 
 @register_benchmark("time_to_ess", peer="NumPyro NUTS (carbonetto03) and DiscreteHMCGibbs(NUTS) (gustafson07 FS)")
@@ -175,9 +190,28 @@ def benchmark_time_to_ess(fast: bool = False) -> dict:
     return out
 
 
-if __name__ == "__main__":
+def main(argv=None) -> int:
+    """``python -m zoo.experiments.bench.time_to_ess [--budget S] [--rows NAME ...] [--json FILE]``: the table
+    printed (and its rows written as JSON lines to ``--json`` when given)."""
+    import argparse
+    import json
+
     import pandas as pd
+
+    parser = argparse.ArgumentParser(description="seconds to ESS 400 on the worst headline site, per sampler")
+    parser.add_argument("--budget", type=float, default=None, help="sampling seconds per row (default 300)")
+    parser.add_argument("--rows", nargs="+", default=None, choices=ROW_NAMES, help="rows to run (default: all)")
+    parser.add_argument("--json", default=None, help="a JSON-lines file to append the rows to")
+    args = parser.parse_args(argv)
+    table = time_to_ess_table(budget=args.budget, rows=args.rows)
+    if args.json:
+        with open(args.json, "a") as sink:
+            for row in table.to_dict("records"):
+                sink.write(json.dumps(row, default=str) + "\n")
     pd.set_option("display.width", 200)
-    import sys
-    print(time_to_ess_table(budget=float(sys.argv[1]) if len(sys.argv) > 1 else None).to_string(
-        float_format=lambda v: f"{v:.3g}"))
+    print(table.to_string(float_format=lambda v: f"{v:.3g}"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
