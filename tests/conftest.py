@@ -95,26 +95,6 @@ def _use_compilation_cache(path: str) -> None:
 _RUN_CACHE_PREFIX = "zoo-tests-run-cache-"
 
 
-def _remove_orphaned_run_caches(root: str) -> None:
-    """Remove the run caches in ``root`` whose run is gone (killed before its own cleanup, e.g. by a signal: atexit
-    and pytest_unconfigure do not run then), never a live run's: the name carries the controller's process id (as
-    ``zoo.core.workers.remove_orphaned_caches`` does for the zoo's worker pools)."""
-    for folder in pathlib.Path(root).glob(f"{_RUN_CACHE_PREFIX}*-*"):
-        pid = folder.name[len(_RUN_CACHE_PREFIX):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:       # another user's process
-        return True
-    return True
-
-
 def _private_cache() -> str:
     path = tempfile.mkdtemp(prefix="zoo-tests-jax-cache-")
     atexit.register(shutil.rmtree, path, ignore_errors=True)
@@ -176,7 +156,9 @@ def pytest_configure(config):
         return
     if not hasattr(config, "workerinput") and _write_cache_entries_atomically():
         # the controller (or a run without xdist): the run's cache, removed when the run ends
-        _remove_orphaned_run_caches(tempfile.gettempdir())
+        # a run killed before its own cleanup (a signal skips atexit and pytest_unconfigure) left its folder
+        from zoo.core.workers import remove_orphaned_caches
+        remove_orphaned_caches(tempfile.gettempdir(), prefix=_RUN_CACHE_PREFIX)
         config._zoo_jax_cache = tempfile.mkdtemp(prefix=f"{_RUN_CACHE_PREFIX}{os.getpid()}-")
         atexit.register(shutil.rmtree, config._zoo_jax_cache, ignore_errors=True)
         _use_compilation_cache(config._zoo_jax_cache)

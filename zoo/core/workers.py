@@ -97,7 +97,7 @@ def shared_compilation_cache(environ=os.environ):
     import shutil
     import tempfile
     remove_orphaned_caches(tempfile.gettempdir())
-    folder = tempfile.mkdtemp(prefix=f"zoo-jax-cache-{os.getpid()}-")
+    folder = tempfile.mkdtemp(prefix=f"{CACHE_PREFIX}{os.getpid()}-")
     try:
         yield {"JAX_COMPILATION_CACHE_DIR": folder,
                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": str(SHARED_CACHE_MIN_COMPILE_S)}
@@ -105,13 +105,18 @@ def shared_compilation_cache(environ=os.environ):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def remove_orphaned_caches(root) -> None:
-    """Remove the ``shared_compilation_cache`` folders in ``root`` whose command is gone (killed before it could
-    remove its own, e.g. by a timeout's signal): the folder's name carries that command's process id."""
+#: the folder names of ``shared_compilation_cache``: this prefix, the command's process id, a random part
+CACHE_PREFIX = "zoo-jax-cache-"
+
+
+def remove_orphaned_caches(root, prefix: str = CACHE_PREFIX) -> None:
+    """Remove the cache folders in ``root`` named ``<prefix><pid>-<random>`` whose process is gone (killed before it
+    could remove its own, e.g. by a timeout's signal), never a live process's. ``prefix``: the zoo's worker pools'
+    (``shared_compilation_cache``) by default; the test suite's run caches use their own."""
     import pathlib
     import shutil
-    for folder in pathlib.Path(root).glob("zoo-jax-cache-*-*"):
-        pid = folder.name.split("-")[3]
+    for folder in pathlib.Path(root).glob(f"{prefix}*-*"):
+        pid = folder.name[len(prefix):].split("-")[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
 
