@@ -289,7 +289,7 @@ def _headline_draws(draws: dict, variant: str, full_means: "_ImputedMeans | None
 
 
 #: the stream number of the key with which ``num_samples="auto"`` imputes FULL's mu for its checks (not the stored
-#: mu's ``IMPUTE_STREAM``: the fit's stored draws are those of a fixed-length run of the same length)
+#: mu's ``IMPUTE_STREAM``: the mu stored in the fit is imputed after the run as before, whatever the checks drew)
 CHECK_IMPUTE_STREAM = 12
 
 
