@@ -47,3 +47,31 @@ def test_the_checks_impute_each_draw_once_and_keep_earlier_draws(short_fit):
     np.testing.assert_array_equal(longer[:, :100], first)
     assert longer.shape[1] == Y.shape[1] and np.isfinite(longer).all()
     assert short_of({"mu": longer}, 1e7)["mu"].startswith(("r-hat", "ESS"))
+
+
+def test_full_over_the_storage_cap_keeps_a_thinned_posterior_predictive(short_fit, monkeypatch):
+    """A long FULL run (``auto`` runs long) or a large one goes over ``MAX_STORED``: Sigma is then dropped from the
+    posterior, and the replicated features used to be dropped with it (az.plot_ppc failed on such a fit). They are
+    kept at every stride-th draw, from (mu_k, Sigma_k) drawn afresh given that draw's labels, like FS / CVFS's."""
+    import arviz as az
+
+    from zoo.papers import gustafson07
+    fit, _ = short_fit
+    problem, arrays, Y = fit.state["problem"], fit.state["arrays"], np.asarray(fit.state["draws"]["Y"])
+    n_chains, n_draws, n = Y.shape
+    n_concepts, p = arrays.allowed.shape[1], arrays.X.shape[1]
+    # a cap that keeps neither Sigma (chains x draws x K x p x p) nor every draw's replicate: every 10th draw fits
+    per_draw = n_chains * max(n * p, 2 * n_concepts * p * p)
+    monkeypatch.setattr(gustafson07, "MAX_STORED", per_draw * (n_draws // 10))
+    assert n_chains * n_draws * n_concepts * p * p > gustafson07.MAX_STORED       # Sigma is over the cap
+    idata = az.from_dict(posterior={"n_relevant": np.full((n_chains, n_draws), p)})
+    gustafson07._add_full_parameters(idata, problem, arrays, Y, seed=0)
+
+    assert "Sigma" not in idata.posterior and idata.posterior["mu"].shape == (n_chains, n_draws, n_concepts, p)
+    pp = idata.posterior_predictive["X"]
+    np.testing.assert_array_equal(pp["draw"].values, np.arange(0, n_draws, 10))
+    assert pp.shape == (n_chains, len(range(0, n_draws, 10)), n, p) and np.isfinite(pp.values).all()
+    # replicates of the data, in its own units: each feature's replicated mean and spread near the observed ones
+    X = np.asarray(fit.data.X)
+    np.testing.assert_allclose(pp.values.mean(axis=(0, 1, 2)), X.mean(0), atol=0.5 * X.std(0).max())
+    np.testing.assert_allclose(pp.values.std(axis=(0, 1, 2)), X.std(0), rtol=0.5)

@@ -428,9 +428,10 @@ _HEADLINE = {"full": ("mu",), "fs": ("M", "n_relevant"), "cvfs": ("M", "alpha", 
 
 def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y: np.ndarray, seed: int) -> None:
     """FULL (in place): every concept's (mu_k, Sigma_k) drawn from its eq. 8-9 conditional given each label draw
-    (``zoo.papers.gustafson07_impute``) into ``posterior`` (standardized units; Sigma and the replicated features
-    up to ``MAX_STORED`` numbers each), replicated features X into ``posterior_predictive``; n_relevant = p, fixed
-    by the model, into ``constant_data``: it is no random quantity."""
+    (``zoo.papers.gustafson07_impute``) into ``posterior`` (standardized units; Sigma up to ``MAX_STORED`` numbers),
+    replicated features X into ``posterior_predictive`` (up to ``MAX_STORED`` numbers; beyond, at every stride-th
+    draw, ``_thinned_draws``); n_relevant = p, fixed by the model, into ``constant_data``: it is no random
+    quantity."""
     import xarray as xr
 
     key_params, key_rep = jax.random.split(jax.random.fold_in(jax.random.PRNGKey(seed), IMPUTE_STREAM))
@@ -444,9 +445,28 @@ def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y:
     if keep_sigma and Y.size * p <= MAX_STORED:
         X_rep = replicate_features(Y, mu, Sigma, arrays.mean, arrays.scale, key_rep)
         idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)}))
+    else:
+        # a long fit (or a large one) still gets a posterior predictive for az.plot_ppc: at every stride-th draw,
+        # with (mu_k, Sigma_k) drawn afresh from eq. 8-9 given that draw's labels (the stored Sigma may be dropped,
+        # and mu's law needs it); each replicate is a draw of the posterior predictive all the same
+        kept = _thinned_draws(Y.shape[1], Y.shape[0] * max(Y.shape[2] * p, 2 * n_concepts * p * p))
+        key_kept_params, key_kept_rep = jax.random.split(key_rep)
+        mu_kept, Sigma_kept = impute_full(problem, Y[:, kept], key_kept_params, keep_sigma=True)
+        X_rep = replicate_features(Y[:, kept], mu_kept, Sigma_kept, arrays.mean, arrays.scale, key_kept_rep)
+        idata.add_groups(posterior_predictive=xr.Dataset(
+            {"X": (("chain", "draw", "region", "feature"), X_rep)},
+            coords={"chain": np.arange(Y.shape[0]), "draw": kept}))
     idata.add_groups(constant_data=xr.Dataset(
         {"n_relevant": ((), np.int64(arrays.X.shape[1]), {"fixed": "FULL uses every feature: n_relevant = p"})}))
     del idata.posterior["n_relevant"]
+
+
+def _thinned_draws(n_draws: int, numbers_per_draw: int) -> np.ndarray:
+    """The draw indices kept for ``posterior_predictive``: every draw while n_draws x numbers_per_draw fits in
+    ``MAX_STORED``, else every stride-th, so that a long fit still has a posterior predictive for az.plot_ppc (the
+    group's ``draw`` coordinate names which draws)."""
+    stride = int(np.ceil(n_draws / max(1, int(MAX_STORED // numbers_per_draw))))
+    return np.arange(0, n_draws, stride)
 
 
 def _add_replicated_features(idata, problem: RegionProblem, variant: str, arrays: RegionArrays, draws: dict,
@@ -459,12 +479,7 @@ def _add_replicated_features(idata, problem: RegionProblem, variant: str, arrays
 
     p = arrays.X.shape[1]
     all_Y = np.asarray(draws["Y"])                      # (chain, draw, region)
-    # over MAX_STORED numbers, every stride-th draw (the group's ``draw`` coordinate names which), so that a long
-    # fit still has a posterior predictive for az.plot_ppc; stride 1 (every draw) below the cap
-    n_draws = all_Y.shape[1]
-    numbers_per_draw = all_Y.size // n_draws * p
-    stride = int(np.ceil(n_draws / max(1, int(MAX_STORED // numbers_per_draw))))
-    kept = np.arange(0, n_draws, stride)
+    kept = _thinned_draws(all_Y.shape[1], all_Y.size // all_Y.shape[1] * p)
     Y, M = all_Y[:, kept], np.asarray(draws["M"])[:, kept]
     leading = Y.shape[:2]
     if variant == "cvfs":
