@@ -10,6 +10,7 @@ import pytest
 import zoo
 from zoo.core.convergence import ConvergenceWarning, short_of
 from zoo.data.gustafson07 import regions_from_program
+from zoo.papers.gustafson07_impute import impute_full
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +76,25 @@ def test_full_over_the_storage_cap_keeps_a_thinned_posterior_predictive(short_fi
     X = np.asarray(fit.data.X)
     np.testing.assert_allclose(pp.values.mean(axis=(0, 1, 2)), X.mean(0), atol=0.5 * X.std(0).max())
     np.testing.assert_allclose(pp.values.std(axis=(0, 1, 2)), X.std(0), rtol=0.5)
+
+
+def test_full_with_sigma_kept_thins_its_replicates_from_the_stored_parameters(short_fit, monkeypatch):
+    """Over the cap for the replicates but not for Sigma (more regions than K x p): the kept draws' replicates come
+    from the stored (mu, Sigma) at those draws, not from a second imputation."""
+    import arviz as az
+
+    from zoo.papers import gustafson07
+    fit, _ = short_fit
+    problem, arrays, Y = fit.state["problem"], fit.state["arrays"], np.asarray(fit.state["draws"]["Y"])
+    n_chains, n_draws, n = Y.shape
+    n_concepts, p = arrays.allowed.shape[1], arrays.X.shape[1]
+    monkeypatch.setattr(gustafson07, "MAX_STORED", n_chains * n_draws * max(n_concepts * p * p, n * p // 4))
+    assert n_chains * n_draws * n_concepts * p * p <= gustafson07.MAX_STORED < Y.size * p
+    called = []
+    monkeypatch.setattr(gustafson07, "impute_full", lambda *a, **k: called.append(1) or impute_full(*a, **k))
+    idata = az.from_dict(posterior={"n_relevant": np.full((n_chains, n_draws), p)})
+    gustafson07._add_full_parameters(idata, problem, arrays, Y, seed=0)
+    assert len(called) == 1 and "Sigma" in idata.posterior
+    pp = idata.posterior_predictive["X"]
+    assert pp.shape[1] < n_draws and np.array_equal(pp["draw"].values, np.arange(0, n_draws, int(pp["draw"][1])))
+    assert np.isfinite(pp.values).all()

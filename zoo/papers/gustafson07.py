@@ -446,12 +446,15 @@ def _add_full_parameters(idata, problem: RegionProblem, arrays: RegionArrays, Y:
         X_rep = replicate_features(Y, mu, Sigma, arrays.mean, arrays.scale, key_rep)
         idata.add_groups(posterior_predictive=xr.Dataset({"X": (("chain", "draw", "region", "feature"), X_rep)}))
     else:
-        # a long fit (or a large one) still gets a posterior predictive for az.plot_ppc: at every stride-th draw,
-        # with (mu_k, Sigma_k) drawn afresh from eq. 8-9 given that draw's labels (the stored Sigma may be dropped,
-        # and mu's law needs it); each replicate is a draw of the posterior predictive all the same
+        # a long fit (or a large one) still gets a posterior predictive for az.plot_ppc, at every stride-th draw:
+        # from the stored (mu_k, Sigma_k) there, or, where Sigma was dropped (mu's law needs it), from (mu_k, Sigma_k)
+        # drawn afresh from eq. 8-9 given that draw's labels: a draw of the posterior predictive all the same
         kept = _thinned_draws(Y.shape[1], Y.shape[0] * max(Y.shape[2] * p, 2 * n_concepts * p * p))
-        key_kept_params, key_kept_rep = jax.random.split(key_rep)
-        mu_kept, Sigma_kept = impute_full(problem, Y[:, kept], key_kept_params, keep_sigma=True)
+        if keep_sigma:
+            mu_kept, Sigma_kept, key_kept_rep = mu[:, kept], Sigma[:, kept], key_rep
+        else:
+            key_kept_params, key_kept_rep = jax.random.split(key_rep)
+            mu_kept, Sigma_kept = impute_full(problem, Y[:, kept], key_kept_params, keep_sigma=True)
         X_rep = replicate_features(Y[:, kept], mu_kept, Sigma_kept, arrays.mean, arrays.scale, key_kept_rep)
         idata.add_groups(posterior_predictive=xr.Dataset(
             {"X": (("chain", "draw", "region", "feature"), X_rep)},
