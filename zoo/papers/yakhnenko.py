@@ -199,12 +199,12 @@ def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int, replicate
         out.update(rep_words=[], rep_visual_words=[])
     for c, chain_key in enumerate(jax.random.split(key, gamma.shape[0])):
         k_pi, k_w, k_b = jax.random.split(chain_key, 3)
-        pi = jax.random.dirichlet(k_pi, jnp.asarray(gamma[c]), shape=(num_draws,) + gamma.shape[1:2])
-        phi_w = jax.random.dirichlet(k_w, jnp.asarray(lam_w[c]), shape=(num_draws,) + lam_w.shape[1:2])
-        phi_b = jax.random.dirichlet(k_b, jnp.asarray(lam_b[c]), shape=(num_draws,) + lam_b.shape[1:2])
-        out["topic_weight"].append(np.asarray(pi.mean(axis=1)))
-        out["phi_w"].append(np.asarray(phi_w))
-        out["phi_b"].append(np.asarray(phi_b))
+        pi = topic_vi.dirichlet_draws(k_pi, gamma[c], num_draws)            # (S, I, K), on the host
+        phi_w = topic_vi.dirichlet_draws(k_w, lam_w[c], num_draws)          # (S, K, W)
+        phi_b = topic_vi.dirichlet_draws(k_b, lam_b[c], num_draws)          # (S, K, V)
+        out["topic_weight"].append(pi.mean(axis=1))
+        out["phi_w"].append(phi_w)
+        out["phi_b"].append(phi_b)
         out["ll_words"].append(np.asarray(_multinomial_log_lik(pi, phi_w, words, n_img, norm_w)))
         out["ll_visual"].append(np.asarray(_multinomial_log_lik(pi, phi_b, visual, n_img, norm_b)))
         if replicate_key is not None:
