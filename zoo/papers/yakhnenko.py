@@ -26,6 +26,7 @@ from scipy.special import gammaln
 from zoo.data.containers import MultimodalCounts
 from zoo.inference.topics import stick_breaking_vi as sbvi
 from zoo.inference import sharding
+from zoo.inference.host_random import dirichlet_draws
 from zoo.inference.topics import topic_vi
 from zoo.models import multimodal_topics as mt
 from zoo.core.options import data_devices as check_data_devices
@@ -199,9 +200,9 @@ def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int, replicate
         out.update(rep_words=[], rep_visual_words=[])
     for c, chain_key in enumerate(jax.random.split(key, gamma.shape[0])):
         k_pi, k_w, k_b = jax.random.split(chain_key, 3)
-        pi = topic_vi.dirichlet_draws(k_pi, gamma[c], num_draws)            # (S, I, K), on the host
-        phi_w = topic_vi.dirichlet_draws(k_w, lam_w[c], num_draws)          # (S, K, W)
-        phi_b = topic_vi.dirichlet_draws(k_b, lam_b[c], num_draws)          # (S, K, V)
+        pi = dirichlet_draws(k_pi, gamma[c], num_draws)            # (S, I, K), on the host
+        phi_w = dirichlet_draws(k_w, lam_w[c], num_draws)          # (S, K, W)
+        phi_b = dirichlet_draws(k_b, lam_b[c], num_draws)          # (S, K, V)
         out["topic_weight"].append(pi.mean(axis=1))
         out["phi_w"].append(phi_w)
         out["phi_b"].append(phi_b)

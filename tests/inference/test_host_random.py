@@ -1,4 +1,4 @@
-"""``topic_vi.dirichlet_draws``: the host-side Dirichlet draws of the topic models' q (log-space gamma variates).
+"""``zoo.inference.host_random``: the host-side draws of a fitted q. Dirichlet (log-space gamma variates):
 
 Each marginal of Dir(c) is Beta(c_k, sum(c) - c_k): a Kolmogorov-Smirnov test of every marginal against scipy's
 Beta CDF checks the distribution, including concentrations far below one where a plain normalized gamma draw
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from zoo.inference.topics.topic_vi import dirichlet_draws
+from zoo.inference.host_random import categorical_draws, dirichlet_draws
 
 KEY = jax.random.PRNGKey(3)
 
@@ -75,3 +75,30 @@ def test_the_key_fixes_the_draws():
 def test_bad_concentration_is_a_value_error_naming_it(bad):
     with pytest.raises(ValueError, match="concentration"):
         dirichlet_draws(KEY, np.asarray(bad), 3)
+
+
+def test_categorical_draws_follow_each_rows_probabilities():
+    probs = np.array([[0.2, 0.0, 0.5, 0.3], [0.0, 0.0, 0.0, 1.0], [1e-12, 0.5, 0.5 - 1e-12, 0.0]])
+    draws = categorical_draws(KEY, probs, 20000)
+    assert draws.shape == (20000, 3) and draws.dtype == np.int32
+    assert not np.any(draws == 1, axis=0)[0] and np.all(draws[:, 1] == 3) and not np.any(draws[:, 2] == 3)
+    for row in (0, 2):
+        observed = np.bincount(draws[:, row], minlength=4)
+        support = probs[row] > 1e-6
+        p = stats.chisquare(observed[support], 20000 * probs[row][support] / probs[row][support].sum()).pvalue
+        assert p > 1e-3, (row, p)
+
+
+def test_categorical_draws_normalize_rows_and_take_no_draw_axis_when_asked():
+    weights = np.array([[[2.0, 6.0]], [[5.0, 5.0]]])                  # (2, 1, 2), rows not summing to one
+    one = categorical_draws(KEY, weights)
+    assert one.shape == (2, 1)
+    many = categorical_draws(KEY, weights, 40000)
+    np.testing.assert_allclose(many.mean(0)[:, 0], [0.75, 0.5], atol=0.01)
+    np.testing.assert_array_equal(categorical_draws(KEY, weights, 7), categorical_draws(KEY, weights, 7))
+
+
+@pytest.mark.parametrize("bad", [[0.5, -0.1], [0.0, 0.0], [np.nan, 1.0], 1.0])
+def test_bad_probabilities_are_a_value_error_naming_them(bad):
+    with pytest.raises(ValueError, match="probs"):
+        categorical_draws(KEY, np.asarray(bad), 3)
