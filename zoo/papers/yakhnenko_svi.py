@@ -207,8 +207,8 @@ def _global_fit(spec, corpus, run: SVIRun, prior_conc, trace, seed, num_draws, b
     draws = {"phi_w": [], "phi_b": []}
     for c, ck in enumerate(jax.random.split(key, n_chain)):
         kw, kb = jax.random.split(ck)
-        draws["phi_w"].append(dirichlet_draws(kw, lam_w[c], num_draws))     # (S, K, W)
-        draws["phi_b"].append(dirichlet_draws(kb, lam_b[c], num_draws))     # (S, K, V)
+        draws["phi_w"].append(dirichlet_draws(kw, yh.drawable(lam_w[c]), num_draws))     # (S, K, W)
+        draws["phi_b"].append(dirichlet_draws(kb, yh.drawable(lam_b[c]), num_draws))     # (S, K, V)
     posterior = {k: np.stack(v) for k, v in draws.items()}
     if beta is not None:
         posterior["beta"] = np.broadcast_to(beta[:, None], (n_chain, num_draws) + beta.shape[1:])
