@@ -34,7 +34,7 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from zoo.inference.linalg import cholesky, spd_solve   # not LAPACK: see inference/linalg.py
+from zoo.inference.linalg import cholesky, spd_inverse   # not LAPACK: see inference/linalg.py
 from zoo.models.gaussian import MultivariateNormal
 from zoo.models.shrinkage_mixture import InverseWishart
 from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, collapsed_concept_log_density,
@@ -43,7 +43,7 @@ from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, collapsed_c
 __all__ = ["VARIANTS", "ConceptPrior", "DeltaOmegaPrior", "FeatureSelectionNormal", "feature_selection_model",
            "concept_masks", "coverage_ok", "collapsed_log_density", "default_alpha_prior", "default_priors",
            "program_priors", "ConceptCovariance", "ConceptMean", "BackgroundCovariance", "BackgroundMean",
-           "PRIOR_SITES", "label_prior_probs", "check_garbage_weight"]
+           "PRIOR_SITES", "label_prior_probs", "check_garbage_weight", "sample_by_concept"]
 
 VARIANTS = ("full", "fs", "cvfs")
 
@@ -249,23 +249,44 @@ class FeatureSelectionNormal(dist.Distribution):
         return jax.vmap(one)(x, mask, mu, sigma).reshape(self.batch_shape)
 
     def sample(self, key, sample_shape=()):
-        p = self.event_shape[0]
         mask, mu, sigma = self._flat()
-        n = mask.shape[0]
-        total = math.prod(sample_shape)                  # static: sample_shape is a tuple (jit-safe)
-        k_rel, k_base = jax.random.split(key)
-        z_rel = jax.random.normal(k_rel, (total, n, p))
-        z_base = self.delta + jax.random.normal(k_base, (total, n, p)) @ cholesky(self.Omega).T
+        chol_rel, omega_inv = jax.vmap(lambda mi, si: _unit_factors(si, mi, self.Omega))(mask, sigma)
+        out = _draw_from_factors(key, math.prod(sample_shape), mask, mu, chol_rel, omega_inv, self.delta, self.Omega)
+        return out.reshape(tuple(sample_shape) + self.batch_shape + (self.event_shape[0],))
 
-        def one(zr, zb, mi, mui, si):
-            m = mi.astype(zb.dtype)
-            x_rel = mui + masked_cholesky(si, mi) @ zr          # relevant part ~ N(mu_M, Sigma_MM)
-            # eq. 11 read backwards: x_{M^c} = z_{M^c} + Omega_{M^c M} Omega_MM^{-1} (x_M - z_M)
-            u = spd_solve(masked_matrix(self.Omega, mi), (x_rel - zb) * m)
-            return jnp.where(mi, x_rel, zb + self.Omega @ u)
 
-        out = jax.vmap(lambda zr, zb: jax.vmap(one)(zr, zb, mask, mu, sigma))(z_rel, z_base)
-        return out.reshape(tuple(sample_shape) + self.batch_shape + (p,))
+def _unit_factors(sigma: jnp.ndarray, mask: jnp.ndarray, omega: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """What one unit's draw factorizes: (the Cholesky factor of Sigma_MM (p, p), Omega_MM^-1 (p, p)), each
+    masked to its mask M (``masked_cholesky``, ``masked_matrix``)."""
+    return masked_cholesky(sigma, mask), spd_inverse(masked_matrix(omega, mask))
+
+
+def _draw_from_factors(key, total: int, mask, mu, chol_rel, omega_inv, delta, omega) -> jnp.ndarray:
+    """(total, n, p) draws of n units from their factors (``_unit_factors``, (n, p, p) each), mask (n, p), mu
+    (n, p): the relevant part x_M = mu_M + L z, then eq. 11 read backwards for the rest,
+    x_{M^c} = z_{M^c} + Omega_{M^c M} Omega_MM^{-1} (x_M - z_M) with z ~ N(delta, Omega)."""
+    n, p = mask.shape
+    k_rel, k_base = jax.random.split(key)
+    z_rel = jax.random.normal(k_rel, (total, n, p))
+    z_base = delta + jax.random.normal(k_base, (total, n, p)) @ cholesky(omega).T
+
+    def one(zr, zb, mi, mui, li, oi):
+        x_rel = mui + li @ zr                                   # relevant part ~ N(mu_M, Sigma_MM)
+        u = oi @ ((x_rel - zb) * mi.astype(zb.dtype))
+        return jnp.where(mi, x_rel, zb + omega @ u)
+
+    return jax.vmap(lambda zr, zb: jax.vmap(one)(zr, zb, mask, mu, chol_rel, omega_inv))(z_rel, z_base)
+
+
+def sample_by_concept(key, labels, masks, mu, Sigma, delta, Omega, sample_shape=()) -> jnp.ndarray:
+    """The draw of ``FeatureSelectionNormal(masks[labels], mu[labels], Sigma[labels], delta, Omega)
+    .sample(key, sample_shape)`` -- the same random stream and arithmetic -- with the factorizations done once per
+    concept (K + 1) instead of once per unit (n): labels (n,) int, masks (K+1, p) bool, mu (K+1, p), Sigma
+    (K+1, p, p), delta (p,), Omega (p, p). Shape sample_shape + (n, p)."""
+    chol_rel, omega_inv = jax.vmap(lambda mi, si: _unit_factors(si, mi, Omega))(masks, Sigma)
+    out = _draw_from_factors(key, math.prod(sample_shape), masks[labels], mu[labels], chol_rel[labels],
+                             omega_inv[labels], delta, Omega)
+    return out.reshape(tuple(sample_shape) + (labels.shape[0], delta.shape[-1]))
 
 
 def feature_selection_model(allowed, image_index, keyword_mask, X=None, *, variant: str = "cvfs",

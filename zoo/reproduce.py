@@ -160,10 +160,12 @@ def default_jobs(n_papers: int) -> int:
     return _workers.default_jobs(n_papers)
 
 
-#: Seconds of each paper's ``--fast`` stage in the last measured main job (session 2's closing run, 2 cores, under
-#: load): only the order in which a first run (no index.json yet) starts the papers, longest first
-TYPICAL_FAST_SECONDS = {"kueck04": 417, "gustafson07": 311, "yakhnenko": 300, "sbc": 271, "ross03": 155,
-                        "carbonetto03": 92}
+#: Seconds of each paper's ``--fast`` stage in a measured main job (issue 35, 2 idle cores; ross03 and yakhnenko
+#: after their host-side draws): only the order in which a first run (no index.json yet) starts the papers,
+#: longest first. With two workers the order is the schedule: yakhnenko (once 300 s) ahead of sbc put sbc after
+#: kueck04, 40 s past the other worker's end.
+TYPICAL_FAST_SECONDS = {"kueck04": 388, "gustafson07": 313, "sbc": 200, "ross03": 95, "yakhnenko": 90,
+                        "carbonetto03": 41, "leaderboard": 10, "regions": 4}
 
 
 def _longest_first(names: list[str], out_root: pathlib.Path, fast: bool) -> list[str]:

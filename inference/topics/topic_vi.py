@@ -23,6 +23,7 @@ import numpy as np
 from jax.scipy.special import digamma, gammaln, logsumexp
 
 from zoo.inference.driver import optimize_chunked
+from zoo.inference.host_random import numpy_generator
 
 __all__ = ["SparseCounts", "sparse_counts", "TopicVIState", "SuffStats", "dirichlet_expected_log", "e_step",
            "update_gamma", "update_lambda", "elbo", "elbo_explicit", "local_step", "cavi_iteration",
@@ -191,8 +192,7 @@ def init_state(key: jax.Array, dense_modalities: Sequence[np.ndarray], n_topics:
     """Initialization of Sec. 3.2.2: each factor gets the counts of a few randomly chosen images (all modalities),
     which avoids the symmetric fixed point where all factors are equally likely; gamma starts uniform.
     Runs in numpy (a one-off; nothing to compile), seeded by the JAX ``key``."""
-    raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    rng = np.random.default_rng(np.asarray(raw).ravel().tolist())
+    rng = numpy_generator(key)
     dense_modalities = [np.asarray(d, dtype=np.float64) for d in dense_modalities]
     n_docs = dense_modalities[0].shape[0]
     n_seed = min(n_docs, n_topics * seed_docs_per_factor)

@@ -18,7 +18,7 @@ from zoo.inference.label_feature.collapsed_niw import (ConceptPrior, NIWPrior, c
                                                        masked_matrix, niw_log_marginal, niw_posterior, sample_beta,
                                                        sample_gamma, sample_masked_inverse_wishart, suffstats)
 from zoo.inference.driver import FAST_COMPILE_OPTIONS
-from zoo.models.feature_selection import FeatureSelectionNormal
+from zoo.models.feature_selection import FeatureSelectionNormal, sample_by_concept
 
 fast_jit = partial(jax.jit, compiler_options=FAST_COMPILE_OPTIONS)   # compile time dominates these tests
 # one compilation per shape instead of dozens of eager ones (the functions are pure)
@@ -222,3 +222,23 @@ def test_triangular_inverse_and_the_inverses_built_on_it_match_numpy():
     keep = np.asarray(mask)
     expect = stats.multivariate_normal(mean[keep], A[0][np.ix_(keep, keep)]).logpdf(X[:, keep])
     assert np.allclose(got, expect, rtol=1e-12, atol=1e-12)
+
+
+def test_sample_by_concept_is_the_distributions_draw_with_one_factorization_per_concept():
+    """The posterior predictive's sampler (``sample_by_concept``: K + 1 factorizations instead of n) draws what
+    ``FeatureSelectionNormal(masks[y], mu[y], Sigma[y], delta, Omega).sample`` draws from the same key."""
+    rng = np.random.default_rng(5)
+    n_concepts, p, n = 4, 4, 30
+    masks = jnp.asarray(rng.random((n_concepts, p)) < 0.6).at[0].set(False)     # concept 0: nothing relevant
+    A = rng.normal(size=(n_concepts, p, p))
+    Sigma = jnp.asarray(A @ np.swapaxes(A, 1, 2) + np.eye(p))
+    mu = jnp.asarray(rng.normal(size=(n_concepts, p)))
+    B = rng.normal(size=(p, p))
+    Omega, delta = jnp.asarray(B @ B.T + np.eye(p)), jnp.asarray(rng.normal(size=p))
+    y = jnp.asarray(rng.integers(0, n_concepts, n))
+    key = jax.random.PRNGKey(2)
+    for shape in ((), (3,)):
+        expected = FeatureSelectionNormal(masks[y], mu[y], Sigma[y], delta, Omega).sample(key, shape)
+        drawn = sample_by_concept(key, y, masks, mu, Sigma, delta, Omega, shape)
+        assert drawn.shape == shape + (n, p)
+        np.testing.assert_allclose(drawn, expected, rtol=1e-12, atol=1e-12)

@@ -360,3 +360,13 @@ def test_prior_predictive_of_a_zoo_model(lda_fit, synthetic):
     assert {"pi", "phi_w", "phi_b"} <= set(lda_fit.idata.prior.data_vars)
     # draws from the priors, not the fit: they differ from the posterior's replicates
     assert not np.allclose(words.values.mean((0, 1)), lda_fit.idata.posterior_predictive["words"].values.mean((0, 1)))
+
+
+def test_q_draws_of_a_non_finite_restart_leave_the_verdict_to_the_finite_check():
+    """A restart whose q overflowed (NaN concentrations) is drawn from ones, so the fit reaches zoo.core.finite,
+    which names the cause; a valid q, zeros included (a factor an HDP switched off), is drawn as it is."""
+    from zoo.papers.yakhnenko import drawable
+    valid = np.array([[0.5, 0.0, 2.0], [1e-300, 3.0, 1.0]])
+    np.testing.assert_array_equal(drawable(valid), valid)
+    for bad in (np.array([[np.nan, 1.0]]), np.array([[1.0, -1.0]]), np.array([[0.0, 0.0], [1.0, 1.0]])):
+        np.testing.assert_array_equal(drawable(bad), np.ones(bad.shape))

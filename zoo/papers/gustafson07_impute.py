@@ -107,14 +107,14 @@ def replicate_selected_features(problem, variant: str, Y: np.ndarray, M: np.ndar
 def _selected_features_of_draws(problem, variant: str, keys, Y, M, delta, Omega):
     """One replicated feature array per flattened draw (compiled once per shape and variant, as above)."""
     from zoo.inference.label_feature.state import concept_masks_of
-    from zoo.models.feature_selection import FeatureSelectionNormal
+    from zoo.models.feature_selection import sample_by_concept
 
     def one(args):
         k, y, m, d, o = args
         k_params, k_x = jax.random.split(k)
         mu, Sigma = temporary_concept_params(problem, variant, _Labels(y, m), k_params)
-        masks = concept_masks_of(variant, m)
-        return FeatureSelectionNormal(masks[y], mu[y], Sigma[y], d, o).sample(k_x)
+        # FeatureSelectionNormal(masks[y], mu[y], Sigma[y], d, o).sample(k_x), factorized per concept, not unit
+        return sample_by_concept(k_x, y, concept_masks_of(variant, m), mu, Sigma, d, o)
 
     return jax.lax.map(one, (keys, Y, M, delta, Omega))
 

@@ -22,24 +22,29 @@ from scipy.special import betaln
 
 __all__ = ["blocked_gibbs_log_joint", "draw_log_joint"]
 
-_BLOCK = 256   # draws per batched determinant (bounds the (draws, M, M) temporary)
+_BLOCK = 1024   # draws per batched determinant (bounds the (draws, k, k) temporary)
 
 
 def _active_prior(gamma: np.ndarray, beta: np.ndarray, delta2: np.ndarray, gram: np.ndarray) -> np.ndarray:
-    """(S,) log N(beta_A; 0, delta2 gram_AA^-1) for S draws: gamma (S, M) 0/1, beta (S, M), delta2 (S,)."""
-    g = gamma.astype(np.float64)
-    k = g.sum(1)
-    out = np.empty(g.shape[0])
-    for start in range(0, g.shape[0], _BLOCK):
-        gs = g[start:start + _BLOCK]
-        # the active block of gram, identity elsewhere: its log determinant is that of gram_AA
-        block = gs[:, :, None] * gram[None] * gs[:, None, :] + np.eye(gram.shape[0])[None] * (1.0 - gs)[:, None, :]
-        _, logdet = np.linalg.slogdet(block)
-        gb = gs * beta[start:start + _BLOCK]
-        quad = np.einsum("si,ij,sj->s", gb, gram, gb)
-        d2, ks = delta2[start:start + _BLOCK], k[start:start + _BLOCK]
-        out[start:start + _BLOCK] = 0.5 * (logdet - ks * np.log(d2)) - 0.5 * quad / d2 - 0.5 * ks * np.log(2 * np.pi)
-    return out
+    """(S,) log N(beta_A; 0, delta2 gram_AA^-1) for S draws: gamma (S, M) 0/1, beta (S, M), delta2 (S,).
+
+    Only the active block enters: draws with k active kernels are taken together, their (k, k) blocks gram_AA
+    gathered and factorized in one batched call. (The M x M matrix with the identity outside A has the same
+    determinant, at O(M^3) per draw: 2 s per fit of 300 draws on 500 instances, a seventh of the thesis
+    reproduction.)"""
+    active = np.asarray(gamma).astype(bool)
+    k = active.sum(1)
+    logdet, quad = np.zeros(active.shape[0]), np.zeros(active.shape[0])
+    for size in np.unique(k[k > 0]):
+        rows_of_size = np.nonzero(k == size)[0]
+        for start in range(0, rows_of_size.size, _BLOCK):
+            rows = rows_of_size[start:start + _BLOCK]
+            idx = np.nonzero(active[rows])[1].reshape(rows.size, size)          # (n, k) active indices, sorted
+            block = gram[idx[:, :, None], idx[:, None, :]]                      # (n, k, k) gram_AA
+            logdet[rows] = np.linalg.slogdet(block)[1]
+            b = np.take_along_axis(beta[rows], idx, axis=1)                     # (n, k) beta_A
+            quad[rows] = np.einsum("si,sij,sj->s", b, block, b)
+    return 0.5 * (logdet - k * np.log(delta2)) - 0.5 * quad / delta2 - 0.5 * k * np.log(2 * np.pi)
 
 
 def blocked_gibbs_log_joint(spec, gram: np.ndarray, samples: dict, group_loglik: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ import numpyro.distributions as dist
 
 from zoo.data.containers import Matrix
 from zoo.data.ross03 import MatrixDataset
+from zoo.inference.host_random import categorical_draws
 from zoo.inference.mcvq import steps
 from zoo.inference.mcvq.variational_em import (MCVQConfig, MCVQState, initialize, run_variational_em,
                                                temperature_schedule)
@@ -218,30 +219,45 @@ def _run(spec, data, seed, num_chains, max_iter, t_start, anneal_iters, sigma_fl
 def _draw_q(key, post, c: int, kind: str, num_draws: int) -> dict[str, np.ndarray]:
     """S = ``num_draws`` independent draws of restart c's q (Sec. 2.3): r_d ~ Cat(g_d) (S, D); the class
     y^c ~ Cat(z^c) (S, C) (clustered model; the supervised one observes it, the plain one has one class); the
-    states s^c_k ~ Cat(m^c_{y,k}) (S, C, K)."""
+    states s^c_k ~ Cat(m^c_{y,k}) (S, C, K). On the host (``zoo.inference.host_random``): eager
+    ``jax.random.categorical`` compiled a program per shape, about a quarter of a Shapes fit's time."""
     k_r, k_y, k_s = jax.random.split(jax.random.fold_in(key, c), 3)
-    g, m, z = (jnp.asarray(x[c]) for x in (post.g, post.m, post.z))                 # (D,K), (C,N,K,J), (C,N)
-    r = jax.random.categorical(k_r, jnp.log(g), axis=-1, shape=(num_draws,) + g.shape[:1])
+    g, m, z = (_drawable(np.asarray(x[c])) for x in (post.g, post.m, post.z))      # (D,K), (C,N,K,J), (C,N)
+    r = categorical_draws(k_r, g, num_draws)                                        # (S, D)
     if kind == "clustered":
-        y = jax.random.categorical(k_y, jnp.log(z), axis=-1, shape=(num_draws,) + z.shape[:1])
+        y = categorical_draws(k_y, z, num_draws)                                    # (S, C)
     else:
-        y = jnp.broadcast_to(jnp.argmax(z, axis=-1), (num_draws, z.shape[0]))
-    log_m = jnp.log(jnp.take_along_axis(m[None], y[:, :, None, None, None], axis=2)[:, :, 0])    # (S, C, K, J)
-    s = jax.random.categorical(k_s, log_m, axis=-1)
-    out = {"r": np.asarray(r, dtype=np.int32), "s": np.asarray(s, dtype=np.int32)}
+        y = np.broadcast_to(np.argmax(z, axis=-1), (num_draws, z.shape[0]))
+    m_of_y = m[np.arange(m.shape[0])[None, :], y]                                   # (S, C, K, J)
+    out = {"r": r, "s": categorical_draws(k_s, m_of_y)}
     if kind == "clustered":
-        out["y"] = np.asarray(y, dtype=np.int32)
+        out["y"] = y.astype(np.int32)
     return out
+
+
+def _drawable(probs: np.ndarray) -> np.ndarray:
+    """``probs`` itself, or uniform rows when a restart's q is not finite (an overflowed fit): zoo.core.finite then
+    refuses the fit and names the cause, and these draws are never shown."""
+    ok = np.all(np.isfinite(probs)) and np.all(probs >= 0) and np.all(probs.sum(axis=-1) > 0)
+    return probs if ok else np.full(probs.shape, 1.0 / probs.shape[-1])
+
+
+@functools.partial(jax.jit, static_argnames=("n_vqs",))
+def _log_lik_of_selections(X, M, params: steps.MCVQParams, selections, n_vqs: int) -> jnp.ndarray:
+    """(U, C) exact log p(x^c | R = r_u, theta) for U selections (U, D) int, one compiled loop over them."""
+    return jax.lax.map(lambda r: steps.log_likelihood_given_selection(
+        X, M, params, jax.nn.one_hot(r, n_vqs, dtype=X.dtype)), selections)
 
 
 def _log_lik_at_draws(X, M, state: MCVQFitState, c: int, r: np.ndarray) -> np.ndarray:
     """(S, C) exact log p(x^c | R = r_s, theta) (S and y summed out) at each draw r_s of q(R) of restart c; draws
-    of R repeat (q(R) is nearly one-hot after annealing), so each distinct R is computed once."""
+    of R repeat (q(R) is nearly one-hot after annealing), so each distinct R is computed once (their number padded
+    to a power of two, so that few loop lengths are ever compiled)."""
     unique, inverse = np.unique(r, axis=0, return_inverse=True)
+    n_unique = unique.shape[0]
+    padded = np.concatenate([unique, np.repeat(unique[:1], (1 << (n_unique - 1).bit_length()) - n_unique, 0)])
     K = state.states.params.mu.shape[2]
-    ll = np.stack([np.asarray(steps.log_likelihood_given_selection(X, M, state.params(c),
-                                                                   jax.nn.one_hot(u, K, dtype=X.dtype)))
-                   for u in unique])
+    ll = np.asarray(_log_lik_of_selections(X, M, state.params(c), jnp.asarray(padded), K))[:n_unique]
     return ll[np.asarray(inverse).reshape(-1)]
 
 
