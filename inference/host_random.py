@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["numpy_generator", "dirichlet_draws", "categorical_draws"]
+__all__ = ["numpy_generator", "dirichlet_draws", "categorical_draws", "drawable_or_ones"]
 
 
 def numpy_generator(key: jax.Array) -> np.random.Generator:
@@ -22,19 +22,30 @@ def numpy_generator(key: jax.Array) -> np.random.Generator:
     return np.random.default_rng(np.asarray(raw).ravel().tolist())
 
 
+def _drawable(weights: np.ndarray) -> bool:
+    """Finite entries >= 0 with a positive one in every row (last axis): what both samplers below accept."""
+    return bool(np.all(np.isfinite(weights) & (weights >= 0)) and np.all((weights > 0).any(axis=-1)))
+
+
+def drawable_or_ones(weights) -> np.ndarray:
+    """``weights`` as given when the samplers accept them, else ones of their shape (uniform rows): for a fit whose
+    q overflowed, so that it reaches zoo.core.finite, which refuses it and names the cause (the draws from ones are
+    never shown)."""
+    w = np.asarray(weights, dtype=np.float64)
+    return w if w.ndim >= 1 and w.shape[-1] >= 1 and _drawable(w) else np.ones(w.shape)
+
+
 def dirichlet_draws(key: jax.Array, concentration, num_draws: int) -> np.ndarray:
     """``num_draws`` independent draws of Dir(c) for every row c of ``concentration`` (..., K): (num_draws, ..., K)
     float64 (numpy). Entries c >= 0, at least one positive per row; a zero entry's share is exactly 0 (the limit).
 
     Gamma variates in log space, log G = log G' + log(U) / c with G' ~ Gamma(c + 1), U ~ U(0, 1] (then
-    G ~ Gamma(c)), normalized by a softmax: concentrations down to 1e-300 neither underflow nor give 0/0. Drawn on
-    the host by a numpy ``Generator`` seeded by ``key`` (the fit's seed fixes them): ``jax.random.dirichlet`` on the
-    CPU runs a vectorized rejection loop, about 1.5 us per variate against 0.1 us here (100 draws of a Corel5k
-    fit's (4500, 20) q(pi): 14 s against about 1 s), and compiles for about 2 s per shape."""
+    G ~ Gamma(c)), normalized by a softmax: concentrations down to 1e-300 neither underflow nor give 0/0. 100 draws
+    of a Corel5k fit's (4500, 20) q(pi): about 1 s (``jax.random.dirichlet``: 14 s; module docstring)."""
     conc = np.asarray(concentration, dtype=np.float64)
     if conc.ndim < 1 or conc.shape[-1] < 1:
         raise ValueError(f"concentration: needs a last axis of at least one entry, got shape {conc.shape}")
-    if not np.all(np.isfinite(conc) & (conc >= 0)) or not np.all((conc > 0).any(axis=-1)):
+    if not _drawable(conc):
         raise ValueError("concentration: needs finite entries >= 0 and a positive entry in every row")
     rng = numpy_generator(key)
     shape = (int(num_draws),) + conc.shape
@@ -55,7 +66,7 @@ def categorical_draws(key: jax.Array, probs, num_draws: int | None = None) -> np
     p = np.asarray(probs, dtype=np.float64)
     if p.ndim < 1 or p.shape[-1] < 1:
         raise ValueError(f"probs: needs a last axis of at least one category, got shape {p.shape}")
-    if not np.all(np.isfinite(p) & (p >= 0)) or not np.all(p.sum(axis=-1) > 0):
+    if not _drawable(p):
         raise ValueError("probs: needs finite entries >= 0 and a positive sum in every row")
     cdf = np.cumsum(p, axis=-1)
     cdf /= cdf[..., -1:]                                           # the last entry exactly 1

@@ -160,8 +160,9 @@ def default_jobs(n_papers: int) -> int:
     return _workers.default_jobs(n_papers)
 
 
-#: Seconds of each paper's ``--fast`` stage in a measured main job (issue 35, 2 idle cores; ross03 and yakhnenko
-#: after their host-side draws): only the order in which a first run (no index.json yet) starts the papers,
+#: Seconds of each paper's ``--fast`` stage in a measured main job (issue 35, 2 idle cores; ross03's and kueck04's
+#: projected from their profiled savings; the next run measured kueck04 306, gustafson07 276, sbc 181, yakhnenko 83,
+#: ross03 79: the same order but for the last two): only the order in which a first run (no index.json yet) starts the papers,
 #: longest first. With two workers the order is the schedule: yakhnenko (once 300 s) ahead of sbc put sbc after
 #: kueck04, 40 s past the other worker's end.
 TYPICAL_FAST_SECONDS = {"kueck04": 388, "gustafson07": 313, "sbc": 200, "ross03": 95, "yakhnenko": 90,

@@ -365,7 +365,7 @@ def test_prior_predictive_of_a_zoo_model(lda_fit, synthetic):
 def test_q_draws_of_a_non_finite_restart_leave_the_verdict_to_the_finite_check():
     """A restart whose q overflowed (NaN concentrations) is drawn from ones, so the fit reaches zoo.core.finite,
     which names the cause; a valid q, zeros included (a factor an HDP switched off), is drawn as it is."""
-    from zoo.papers.yakhnenko import drawable
+    from zoo.inference.host_random import drawable_or_ones as drawable
     valid = np.array([[0.5, 0.0, 2.0], [1e-300, 3.0, 1.0]])
     np.testing.assert_array_equal(drawable(valid), valid)
     for bad in (np.array([[np.nan, 1.0]]), np.array([[1.0, -1.0]]), np.array([[0.0, 0.0], [1.0, 1.0]])):

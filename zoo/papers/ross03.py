@@ -30,7 +30,7 @@ import numpyro.distributions as dist
 
 from zoo.data.containers import Matrix
 from zoo.data.ross03 import MatrixDataset
-from zoo.inference.host_random import categorical_draws
+from zoo.inference.host_random import categorical_draws, drawable_or_ones
 from zoo.inference.mcvq import steps
 from zoo.inference.mcvq.variational_em import (MCVQConfig, MCVQState, initialize, run_variational_em,
                                                temperature_schedule)
@@ -222,7 +222,7 @@ def _draw_q(key, post, c: int, kind: str, num_draws: int) -> dict[str, np.ndarra
     states s^c_k ~ Cat(m^c_{y,k}) (S, C, K). On the host (``zoo.inference.host_random``): eager
     ``jax.random.categorical`` compiled a program per shape, about a quarter of a Shapes fit's time."""
     k_r, k_y, k_s = jax.random.split(jax.random.fold_in(key, c), 3)
-    g, m, z = (_drawable(np.asarray(x[c])) for x in (post.g, post.m, post.z))      # (D,K), (C,N,K,J), (C,N)
+    g, m, z = (drawable_or_ones(x[c]) for x in (post.g, post.m, post.z))      # (D,K), (C,N,K,J), (C,N)
     r = categorical_draws(k_r, g, num_draws)                                        # (S, D)
     if kind == "clustered":
         y = categorical_draws(k_y, z, num_draws)                                    # (S, C)
@@ -233,13 +233,6 @@ def _draw_q(key, post, c: int, kind: str, num_draws: int) -> dict[str, np.ndarra
     if kind == "clustered":
         out["y"] = y.astype(np.int32)
     return out
-
-
-def _drawable(probs: np.ndarray) -> np.ndarray:
-    """``probs`` itself, or uniform rows when a restart's q is not finite (an overflowed fit): zoo.core.finite then
-    refuses the fit and names the cause, and these draws are never shown."""
-    ok = np.all(np.isfinite(probs)) and np.all(probs >= 0) and np.all(probs.sum(axis=-1) > 0)
-    return probs if ok else np.full(probs.shape, 1.0 / probs.shape[-1])
 
 
 @functools.partial(jax.jit, static_argnames=("n_vqs",))

@@ -26,7 +26,7 @@ from scipy.special import gammaln
 from zoo.data.containers import MultimodalCounts
 from zoo.inference.topics import stick_breaking_vi as sbvi
 from zoo.inference import sharding
-from zoo.inference.host_random import dirichlet_draws
+from zoo.inference.host_random import dirichlet_draws, drawable_or_ones
 from zoo.inference.topics import topic_vi
 from zoo.models import multimodal_topics as mt
 from zoo.core.options import data_devices as check_data_devices
@@ -185,15 +185,6 @@ def replicate_counts(key, pi, phi, totals) -> np.ndarray:
     return np.asarray(dist.Multinomial(totals, probs=probs, total_count_max=int(jnp.max(totals))).sample(key))
 
 
-def drawable(concentration: np.ndarray) -> np.ndarray:
-    """A restart's Dirichlet concentrations as given, or ones when they are not finite, >= 0 and positive somewhere
-    in each row (a fit that overflowed): zoo.core.finite then refuses the fit and names the cause; these draws are
-    never shown."""
-    c = np.asarray(concentration, dtype=np.float64)
-    ok = np.all(np.isfinite(c) & (c >= 0)) and np.all((c > 0).any(axis=-1))
-    return c if ok else np.ones(c.shape)
-
-
 def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int, replicate_key=None):
     """Draws of q (Sec. 2.6): per restart c, S = ``num_draws`` independent draws pi_i ~ Dir(gamma_ci),
     phi_w,k ~ Dir(lambda_w,ck), phi_b,k ~ Dir(lambda_b,ck). Returns topic_weight (C, S, K) = mean_i pi_i,
@@ -209,9 +200,9 @@ def _variational_draws(key, gamma, lam_w, lam_b, data, num_draws: int, replicate
         out.update(rep_words=[], rep_visual_words=[])
     for c, chain_key in enumerate(jax.random.split(key, gamma.shape[0])):
         k_pi, k_w, k_b = jax.random.split(chain_key, 3)
-        pi = dirichlet_draws(k_pi, drawable(gamma[c]), num_draws)            # (S, I, K), on the host
-        phi_w = dirichlet_draws(k_w, drawable(lam_w[c]), num_draws)          # (S, K, W)
-        phi_b = dirichlet_draws(k_b, drawable(lam_b[c]), num_draws)          # (S, K, V)
+        pi = dirichlet_draws(k_pi, drawable_or_ones(gamma[c]), num_draws)            # (S, I, K), on the host
+        phi_w = dirichlet_draws(k_w, drawable_or_ones(lam_w[c]), num_draws)          # (S, K, W)
+        phi_b = dirichlet_draws(k_b, drawable_or_ones(lam_b[c]), num_draws)          # (S, K, V)
         out["topic_weight"].append(pi.mean(axis=1))
         out["phi_w"].append(phi_w)
         out["phi_b"].append(phi_b)

@@ -29,7 +29,7 @@ from zoo.data.containers import MultimodalCounts
 from zoo.data.streaming import MemoryCorpus, ShardedCorpus, as_corpus
 from zoo.inference.topics import stick_breaking_vi as sbvi
 from zoo.inference.topics import streaming as st
-from zoo.inference.host_random import dirichlet_draws
+from zoo.inference.host_random import dirichlet_draws, drawable_or_ones
 from zoo.inference.topics import topic_vi
 from zoo.core.options import nonnegative_float, positive_float, positive_int
 from zoo.papers import yakhnenko as yh
@@ -207,8 +207,8 @@ def _global_fit(spec, corpus, run: SVIRun, prior_conc, trace, seed, num_draws, b
     draws = {"phi_w": [], "phi_b": []}
     for c, ck in enumerate(jax.random.split(key, n_chain)):
         kw, kb = jax.random.split(ck)
-        draws["phi_w"].append(dirichlet_draws(kw, yh.drawable(lam_w[c]), num_draws))     # (S, K, W)
-        draws["phi_b"].append(dirichlet_draws(kb, yh.drawable(lam_b[c]), num_draws))     # (S, K, V)
+        draws["phi_w"].append(dirichlet_draws(kw, drawable_or_ones(lam_w[c]), num_draws))     # (S, K, W)
+        draws["phi_b"].append(dirichlet_draws(kb, drawable_or_ones(lam_b[c]), num_draws))     # (S, K, V)
     posterior = {k: np.stack(v) for k, v in draws.items()}
     if beta is not None:
         posterior["beta"] = np.broadcast_to(beta[:, None], (n_chain, num_draws) + beta.shape[1:])
